@@ -12,8 +12,10 @@ litellm, no cache, no database).
 Then a fault storm at concurrency 8: the server answers a --storm share of the requests with a
 429 (Retry-After 1 s), a 500, an answer slower than the client's 1 s timeout, or truncated JSON.
 Reported per distinct stage-1 prompt (a failure with its own (input, output) pair): requests
-sent, requests billed (answered: valid, truncated, or answered after the client timed out), and
-valid answers, which must be exactly 1; then the requests of a re-run, which must be 0.
+sent, requests billed (answered: valid, truncated, or answered after the client timed out), each
+beside the floor any client faces at that storm (every fault retried once, nothing else sent),
+and valid answers, which must be exactly 1; then requests per failure (failures sharing an
+(input, output) pair share one request) and the requests of a re-run, which must be 0.
 """
 
 from __future__ import annotations
@@ -132,17 +134,30 @@ def fault_storm(master: Path, work: Path, latency: float, rate: float) -> str:
         con.close()
     sent = sum(rows.values())
     billed = rows.get("ok", 0) + rows.get("invalid", 0) + rows.get("timeout", 0)
+    # each request faults independently with probability `rate`, so even a client that retries
+    # each fault exactly once and sends nothing else needs 1/(1 - rate) requests per prompt on
+    # average; half the faults (truncated JSON, answers past the timeout) are billed
+    floor_sent = 1 / (1 - rate)
+    floor_billed = 1 + rate / 2 / (1 - rate)
+    per_failure = s.stats.requests / max(s.analysed_now, 1)
+    checks = {
+        "each prompt answered (paid for) once": rows.get("ok", 0) == prompts and s.unanalysed == 0,
+        "re-run sends nothing": again.stats.requests == 0,
+        "≤ 1.05 requests per failure": per_failure <= 1.05,
+    }
     return (
         f"\nfault storm ({rate:.0%} of requests; concurrency 8, client timeout 1 s): {s.analysed_now} failures, "
         f"{prompts} distinct stage-1 prompts\n"
         f"  stage-1 requests {sent} = {rows.get('ok', 0)} valid + {rows.get('invalid', 0)} truncated JSON + "
         f"{rows.get('429', 0)} x 429 + {rows.get('5xx', 0)} x 500 + {rows.get('timeout', 0)} timeouts; "
         f"{classification} classification requests\n"
-        f"  per distinct prompt: requests {sent / prompts:.3f}, billed {billed / prompts:.3f}, "
-        f"valid answers {rows.get('ok', 0) / prompts:.3f}; requests per failure "
-        f"{s.stats.requests / max(s.analysed_now, 1):.3f} (classification included); "
+        f"  per distinct prompt: requests {sent / prompts:.3f} (floor for any client at this storm: "
+        f"{floor_sent:.3f}), billed {billed / prompts:.3f} (floor {floor_billed:.3f}), valid answers "
+        f"{rows.get('ok', 0) / prompts:.3f}\n"
+        f"  requests per failure {per_failure:.3f} (classification included); "
         f"{s.unanalysed} failures left without an answer\n"
-        f"  re-run: {again.stats.requests} requests"
+        f"  re-run: {again.stats.requests} requests\n"
+        f"  checks: " + "; ".join(f"{name}: {'yes' if ok else 'NO'}" for name, ok in checks.items())
     )
 
 

@@ -96,8 +96,10 @@ for tab, (which, total) in zip(tabs, counts.items()):
         links = [ui.page_url("instances", {"instance": f"{d}:{i}", "models": [a, b], "analyst": analyst})
                  for d, i in rows.select("dataset", "instance_id").iter_rows()]
         # the reference sits beside the two outputs; the long question text comes after them
+        # B's own id only when some question was paired by its text under another id
+        ids = ["instance_id"] + (["b_instance_id"] if (rows["b_instance_id"] != rows["instance_id"]).any() else [])
         view = rows.select(
-            "instance_id",
+            *ids,
             pl.col("refs").map_elements(_references, return_dtype=pl.String).alias("reference"),
             pl.col("a_output").map_elements(cell, return_dtype=pl.String),
             pl.col("b_output").map_elements(cell, return_dtype=pl.String),

@@ -130,7 +130,7 @@ def compare(con, a: str, b: str, datasets=None, domains=None, analyst: str | Non
     if a == b:
         raise FaultlineError(f"compare two different models (both are {a!r})")
     analyst = pick_analyst(con, analyst, [a, b], datasets, domains, split)
-    paired = q.pairs(con, a, b, analyst, datasets, domains, split=split)
+    paired = q.pair_counts(con, a, b, analyst, datasets, domains, split=split)
     counts = (
         q.category_counts(con, analyst, [a, b], datasets, domains, split=split)
         if analyst else pl.DataFrame(schema={"model": pl.String, "category": pl.String, "count": pl.Int64})
@@ -140,16 +140,20 @@ def compare(con, a: str, b: str, datasets=None, domains=None, analyst: str | Non
 
 def compare_frames(a, b, analyst, datasets, domains, paired: pl.DataFrame,
                    counts: pl.DataFrame, split: str) -> Comparison:
-    """The statistics, from the pairs frame and the per-model category counts."""
+    """The statistics, from the pair counts (`store.queries.pair_counts`) and the per-model
+    category counts."""
+    def total(frame: pl.DataFrame) -> int:
+        return int(frame["n"].sum())
+
     a_fail_b_pass = paired.filter(~pl.col("a_correct") & pl.col("b_correct"))
     b_fail_a_pass = paired.filter(pl.col("a_correct") & ~pl.col("b_correct"))
-    a_only, b_only = a_fail_b_pass.height, b_fail_a_pass.height
+    a_only, b_only = total(a_fail_b_pass), total(b_fail_a_pass)
 
     by = {(m, c): n for m, c, n in counts.select("model", "category", "count").iter_rows()}
     a_total = sum(n for (m, _), n in by.items() if m == a)
     b_total = sum(n for (m, _), n in by.items() if m == b)
-    paired_a = dict(a_fail_b_pass.group_by("a_category").len().iter_rows())
-    paired_b = dict(b_fail_a_pass.group_by("b_category").len().iter_rows())
+    paired_a = dict(a_fail_b_pass.group_by("a_category").agg(pl.col("n").sum()).iter_rows())
+    paired_b = dict(b_fail_a_pass.group_by("b_category").agg(pl.col("n").sum()).iter_rows())
 
     # the weaker model fails more of the shared questions; ties go by analysed failures, then to B
     weaker = a if (a_only, a_total) > (b_only, b_total) else b
@@ -180,9 +184,9 @@ def compare_frames(a, b, analyst, datasets, domains, paired: pl.DataFrame,
     rows.sort(key=lambda r: (-abs(r["delta"]) if not math.isnan(r["delta"]) else 0, r["category"]))
     return Comparison(
         a=a, b=b, analyst=analyst, datasets=list(datasets), domains=list(domains), split=split,
-        n_pairs=paired.height,
-        pairs_by_id=paired.filter(pl.col("paired_by") == "id").height,
-        pairs_by_content=paired.filter(pl.col("paired_by") == "content").height,
+        n_pairs=total(paired),
+        pairs_by_id=total(paired.filter(pl.col("paired_by") == "id")),
+        pairs_by_content=total(paired.filter(pl.col("paired_by") == "content")),
         a_only_fail=a_only, b_only_fail=b_only,
         p=t.mcnemar_exact(a_only, b_only), a_total=a_total, b_total=b_total, weaker=weaker,
         categories=[CategoryResult(**r) for r in rows],

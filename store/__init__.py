@@ -1,6 +1,7 @@
 """The DuckDB store: where it lives, how to open it, its schema and every SQL statement."""
 
-from .db import data_version, read_connection, resolve_db_path, write_session
+from .db import (data_version, read_connection, release_read_connections, resolve_db_path,
+                 write_session)
 from .errors import EmptyStoreError, FaultlineError, StoreError
 from .migrations import MIGRATIONS, migrate
 
@@ -12,6 +13,7 @@ __all__ = [
     "data_version",
     "migrate",
     "read_connection",
+    "release_read_connections",
     "resolve_db_path",
     "write_session",
 ]

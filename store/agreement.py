@@ -12,6 +12,7 @@ import duckdb
 import polars as pl
 
 from .queries import MAIN_SPLIT, _filter_sql, _latest_cte
+from .runs import model_key_sql
 
 
 def analyst_names(con: duckdb.DuckDBPyConnection) -> list[tuple[str, int]]:
@@ -21,8 +22,16 @@ def analyst_names(con: duckdb.DuckDBPyConnection) -> list[tuple[str, int]]:
     ).fetchall()
 
 
+# a failure's model is the model as pages select it (with its variant)
+_LABELLED = f"""
+    SELECT f.run_id, f.instance_id, f.train_trial_index, f.dataset,
+           {model_key_sql("r")} AS model, f.domain, f.category, f.error_title, f.error_summary
+    FROM failures f JOIN runs r USING (run_id)
+    WHERE f.analyst = ? AND f.category IS NOT NULL
+"""
 _LABEL_COLUMNS = ("run_id", "instance_id", "train_trial_index", "dataset", "model", "domain",
                   "category", "error_title", "error_summary")
+_ORDER = "ORDER BY dataset, instance_id, model, run_id, train_trial_index"
 
 
 def analyst_labels(con: duckdb.DuckDBPyConnection, analyst: str, models=None, datasets=None,
@@ -30,35 +39,52 @@ def analyst_labels(con: duckdb.DuckDBPyConnection, analyst: str, models=None, da
     """The classified failures of one analyst (its latest analysis of each)."""
     where, params = _filter_sql(models, datasets, domains)
     rows = con.execute(
-        f"""SELECT {', '.join(_LABEL_COLUMNS)} FROM failures
-            WHERE analyst = ? AND category IS NOT NULL {where}
-            ORDER BY dataset, instance_id, model, run_id, train_trial_index""",
-        [analyst, *params],
+        f"SELECT * FROM ({_LABELLED}) WHERE true {where} {_ORDER}", [analyst, *params],
     ).fetchall()
     return [dict(zip(_LABEL_COLUMNS, r)) for r in rows]
 
 
-def review_labels(con: duckdb.DuckDBPyConnection, analyst: str) -> dict[tuple[str, str], str]:
-    """(run_id, instance_id) → the category a person gave the analyst's label: its latest review
-    that confirmed it (the category kept) or relabelled it (the new one). Flags are no label."""
-    rows = con.execute(
-        """SELECT run_id, instance_id, action, category FROM reviews WHERE analyst = ?
-           QUALIFY row_number() OVER (
-               PARTITION BY run_id, instance_id ORDER BY created_at DESC, review_id DESC) = 1""",
-        [analyst],
+def labelled_by_both(con: duckdb.DuckDBPyConnection, analyst: str, against: str, models=None,
+                     datasets=None) -> list[tuple[str, str, str, str, str]]:
+    """(dataset, instance_id, model, analyst's category, reference category) of each failure the
+    analyst classified that also has a reference: with `against="reviews"` the latest human
+    review that confirmed the label (its category kept) or relabelled it (the new one; flags are
+    no label), else the category another analyst `against` gave the same failure."""
+    where, params = _filter_sql(models, datasets)
+    if against == "reviews":
+        reference = """
+            SELECT run_id, instance_id, NULL AS train_trial_index, category FROM reviews
+            WHERE analyst = ?
+            QUALIFY row_number() OVER (
+                PARTITION BY run_id, instance_id ORDER BY created_at DESC, review_id DESC) = 1
+                AND action IN ('confirm', 'relabel') AND coalesce(category, '') <> ''"""
+        reference_params = [analyst]
+    else:
+        reference = """
+            SELECT run_id, instance_id, train_trial_index, category FROM failures
+            WHERE analyst = ? AND category IS NOT NULL"""
+        reference_params = [against]
+    return con.execute(
+        f"""WITH labelled AS ({_LABELLED}), reference AS ({reference})
+            SELECT l.dataset, l.instance_id, l.model, l.category, ref.category AS reference
+            FROM labelled l
+            JOIN reference ref ON ref.run_id = l.run_id AND ref.instance_id = l.instance_id
+             AND coalesce(ref.train_trial_index = l.train_trial_index, true)
+            WHERE true {where.replace(" AND ", " AND l.")}
+            ORDER BY l.dataset, l.instance_id, l.model, l.run_id, l.train_trial_index""",
+        [analyst, *reference_params, *params],
     ).fetchall()
-    return {(r[0], r[1]): r[3] for r in rows if r[2] in ("confirm", "relabel") and r[3]}
 
 
-def review_candidates(con: duckdb.DuckDBPyConnection, analyst: str, models=None, datasets=None,
-                      domains=None, split: str = MAIN_SPLIT) -> pl.DataFrame:
-    """The analyst's classified failures (latest outcomes) nobody has reviewed yet, with a stable
-    random order key."""
+def review_queue(con: duckdb.DuckDBPyConnection, analyst: str, per_stratum: int = 2, models=None,
+                 datasets=None, domains=None, split: str = MAIN_SPLIT) -> pl.DataFrame:
+    """A stratified sample of the analyst's unreviewed labels (latest outcomes) to review next:
+    up to `per_stratum` failures per (category, model), drawn in a fixed pseudo-random order, so
+    every category and every model gets reviews and a few dozen of them already give a usable κ."""
     cte, params = _latest_cte(models, datasets, domains, split=split)
     return con.sql(
         f"""{cte}
-            SELECT l.dataset, l.instance_id, l.model, f.category, f.error_title,
-                   hash(l.run_id || ':' || l.instance_id || ':' || l.train_trial_index) AS draw
+            SELECT l.dataset, l.instance_id, l.model, f.category, f.error_title
             FROM latest l
             JOIN failure_labels f ON f.run_id = l.run_id AND f.instance_id = l.instance_id
                                  AND f.train_trial_index = l.train_trial_index
@@ -66,8 +92,11 @@ def review_candidates(con: duckdb.DuckDBPyConnection, analyst: str, models=None,
                                AND r.analyst = f.analyst
             WHERE NOT l.is_correct AND f.analyst = ? AND f.category IS NOT NULL
               AND r.review_id IS NULL
-            ORDER BY f.category, l.model, draw""",
-        params=[*params, analyst],
+            QUALIFY row_number() OVER (
+                PARTITION BY f.category, l.model
+                ORDER BY hash(l.run_id || ':' || l.instance_id || ':' || l.train_trial_index)) <= ?
+            ORDER BY f.category, l.model, l.dataset, l.instance_id""",
+        params=[*params, analyst, per_stratum],
     ).pl()
 
 

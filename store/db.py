@@ -5,13 +5,21 @@ rule is that nobody holds the file for long: readers (the dashboard) open short 
 connections, writers (ingest, analysis) do their slow work (parsing, LLM calls) outside the lock
 and open a write session only to insert what is ready. Both sides retry while the other holds
 the lock, so the app keeps reading while a CLI writes.
+
+The app asks for a *lingering* read connection: one read-only database kept open for at most
+`linger` seconds after its last query, so that the dozen queries of one page (and the next
+click) do not each pay for opening the file. A writer announces itself before it waits for the
+lock by holding a shared flock on `<db>.writer.lock`; a lingering reader that sees the
+announcement lets go of the file at once and goes back to one connection per query.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import random
+import threading
 import time
 from pathlib import Path
 from typing import Iterator
@@ -37,7 +45,10 @@ def resolve_db_path(db: str | os.PathLike | None = None) -> Path:
 
 def _is_lock_conflict(exc: Exception) -> bool:
     text = str(exc)
-    return "lock" in text.lower() and ("Conflicting" in text or "Could not set lock" in text)
+    # the second case: this process holds the file open the other way (the app's review write
+    # while another session reads), which clears as soon as that connection closes
+    return ("lock" in text.lower() and ("Conflicting" in text or "Could not set lock" in text)) or (
+        "different configuration" in text)
 
 
 def _open(path: Path, read_only: bool, timeout: float) -> duckdb.DuckDBPyConnection:
@@ -46,7 +57,7 @@ def _open(path: Path, read_only: bool, timeout: float) -> duckdb.DuckDBPyConnect
     while True:
         try:
             con = duckdb.connect(str(path), read_only=read_only)
-        except duckdb.IOException as exc:
+        except (duckdb.IOException, duckdb.ConnectionException) as exc:
             if not _is_lock_conflict(exc):
                 if _is_empty_file(path):
                     if read_only:
@@ -86,14 +97,24 @@ def _is_set_up(con: duckdb.DuckDBPyConnection) -> bool:
 
 
 @contextlib.contextmanager
-def read_connection(db: str | os.PathLike | None = None, timeout: float = LOCK_TIMEOUT_S) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A short-lived read-only connection; closed (releasing the file) on exit.
+def read_connection(db: str | os.PathLike | None = None, timeout: float = LOCK_TIMEOUT_S,
+                    linger: float = 0.0) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A read-only connection; the file is released on exit, or with `linger` > 0 up to that
+    many seconds later (at once when a writer announces itself): see the module docstring.
 
     A missing, 0-byte or never set-up file raises EmptyStoreError: an empty store, not a fault.
     """
     path = resolve_db_path(db)
     if not path.exists():
         raise EmptyStoreError(f"{path}: no database here yet; load logs with `python -m ingest PATH`")
+    cursor = _READERS.cursor(path, timeout, linger) if linger > 0 else None
+    if cursor is not None:
+        try:
+            yield cursor
+        finally:
+            cursor.close()
+            _READERS.done()
+        return
     con = _open(path, read_only=True, timeout=timeout)
     try:
         if not _is_set_up(con):
@@ -101,6 +122,147 @@ def read_connection(db: str | os.PathLike | None = None, timeout: float = LOCK_T
         yield con
     finally:
         con.close()
+
+
+WRITER_SUFFIX = ".writer.lock"
+
+
+def _writer_lock_path(path: Path) -> Path:
+    return path.with_name(path.name + WRITER_SUFFIX)
+
+
+@contextlib.contextmanager
+def _announce_writer(path: Path) -> Iterator[None]:
+    """Hold a shared flock on `<db>.writer.lock` for as long as this writer waits or writes; the
+    last writer out removes the file."""
+    lock = _writer_lock_path(path)
+    try:
+        import fcntl  # POSIX only; elsewhere readers simply never linger
+    except ImportError:
+        yield
+        return
+    while True:
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError:
+            yield  # a folder we may not write: the write itself will say so
+            return
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        # the previous last writer may have removed the file between our open and our lock: a
+        # lock on a removed file announces nothing, so take it again on the file now there
+        try:
+            if os.stat(lock).st_ino == os.fstat(fd).st_ino:
+                break
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+    try:
+        yield
+    finally:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            lock.unlink(missing_ok=True)
+        except BlockingIOError:
+            pass  # another writer is announced (or a reader is looking): leave it the file
+        finally:
+            os.close(fd)
+
+
+def _writer_waiting(path: Path) -> bool:
+    """Whether a writer holds the announcement lock (a left-over file with no holder is none)."""
+    try:
+        import fcntl
+        fd = os.open(_writer_lock_path(path), os.O_RDONLY)
+    except (ImportError, OSError):
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+class _LingeringReader:
+    """One read-only database per process, open while queries come at most `linger` s apart.
+
+    Each query gets its own cursor (DuckDB cursors may be used from different threads, one per
+    Streamlit session). While the database is open a watcher thread closes it once it has been
+    idle for `linger` s, or as soon as no query runs on it and a writer has announced itself;
+    this process closes it itself before writing (`release`)."""
+
+    POLL_S = 0.05
+
+    def __init__(self) -> None:
+        self._lock = threading.Condition()
+        self._con: duckdb.DuckDBPyConnection | None = None
+        self._path: Path | None = None
+        self._users = 0
+        self._last_used = 0.0
+        self._linger = 0.0
+
+    def cursor(self, path: Path, timeout: float, linger: float) -> duckdb.DuckDBPyConnection | None:
+        """A cursor on the lingering database, or None: use a connection of your own."""
+        if _writer_waiting(path):
+            return None
+        with self._lock:
+            if self._con is not None and self._path != path:
+                if self._users:
+                    return None
+                self._close()
+            if self._con is None:
+                con = _open(path, read_only=True, timeout=timeout)
+                if not _is_set_up(con):
+                    con.close()
+                    raise EmptyStoreError(f"{path}: {NO_DATA}")
+                self._con, self._path = con, path
+                threading.Thread(target=self._watch, args=(con,), daemon=True,
+                                 name="faultline-read-linger").start()
+            self._linger = linger
+            self._users += 1
+            return self._con.cursor()
+
+    def done(self) -> None:
+        with self._lock:
+            self._users -= 1
+            self._last_used = time.monotonic()
+            if self._users == 0:
+                self._lock.notify_all()
+
+    def _watch(self, con: duckdb.DuckDBPyConnection) -> None:
+        while True:
+            time.sleep(self.POLL_S)
+            with self._lock:
+                if self._con is not con:
+                    return
+                if self._users:
+                    continue
+                if time.monotonic() - self._last_used >= self._linger or _writer_waiting(self._path):
+                    self._close()
+                    return
+
+    def release(self, wait: float = LOCK_TIMEOUT_S) -> None:
+        """Close the database as soon as the queries running on it have finished."""
+        with self._lock:
+            self._lock.wait_for(lambda: self._users == 0, timeout=wait)
+            if self._users == 0:
+                self._close()
+
+    def _close(self) -> None:
+        if self._con is not None:
+            self._con.close()
+        self._con = self._path = None
+
+
+_READERS = _LingeringReader()
+# an open database at interpreter exit makes DuckDB's bindings complain on stderr
+atexit.register(_READERS.release, 0)
+
+
+def release_read_connections() -> None:
+    """Close this process's lingering read connection now (after its running queries)."""
+    _READERS.release()
 
 
 @contextlib.contextmanager
@@ -111,12 +273,15 @@ def write_session(db: str | os.PathLike | None = None, timeout: float = LOCK_TIM
     """
     path = resolve_db_path(db)
     path.parent.mkdir(parents=True, exist_ok=True)
-    con = _open(path, read_only=False, timeout=timeout)
-    try:
-        migrate(con)
-        yield con
-    finally:
-        con.close()
+    with _announce_writer(path):
+        # this process's own lingering reader would keep the file open the other way
+        _READERS.release()
+        con = _open(path, read_only=False, timeout=timeout)
+        try:
+            migrate(con)
+            yield con
+        finally:
+            con.close()
 
 
 def data_version(db: str | os.PathLike | None = None) -> tuple:

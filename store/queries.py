@@ -244,19 +244,20 @@ _PAIR_LABELS = """LEFT JOIN failure_labels la ON la.analyst = ? AND la.category 
                                    AND lb.train_trial_index = p.b_trial AND NOT p.b_correct"""
 
 
-def pairs(con, a: str, b: str, analyst: str | None, datasets=None, domains=None,
-          split: str = MAIN_SPLIT) -> pl.DataFrame:
-    """Questions both models answered: how they were paired ("id" or "content"), correctness and
-    failure category of each."""
+def pair_counts(con, a: str, b: str, analyst: str | None, datasets=None, domains=None,
+                split: str = MAIN_SPLIT) -> pl.DataFrame:
+    """Questions both models answered, counted by how they were paired ("id" or "content"),
+    each side's correctness and, where it failed, the analyst's category of its failure:
+    columns paired_by, a_correct, b_correct, a_category, b_category, n."""
     cte, params = _latest_cte([a, b], datasets, domains, split=split)
     return _frame(
         con,
         f"""{cte}, {_PAIRED}
-        SELECT p.paired_by, p.dataset, p.instance_id, p.b_instance_id, p.a_correct, p.b_correct,
-               la.category AS a_category, lb.category AS b_category
+        SELECT p.paired_by, p.a_correct, p.b_correct, la.category AS a_category,
+               lb.category AS b_category, count(*) AS n
         FROM paired p
         {_PAIR_LABELS}
-        ORDER BY p.dataset, p.instance_id
+        GROUP BY ALL ORDER BY ALL
         """,
         [*params, a, b, analyst, analyst],
     )
@@ -283,7 +284,7 @@ def discordant(con, a: str, b: str, analyst: str | None, datasets=None, domains=
             ORDER BY which, dataset, instance_id
             LIMIT ? OFFSET ?
         )
-        SELECT p.which, p.dataset, p.domain, p.instance_id, i.input_text, i.refs,
+        SELECT p.which, p.dataset, p.domain, p.instance_id, p.b_instance_id, i.input_text, i.refs,
                pa.output_text AS a_output, pb.output_text AS b_output,
                coalesce(la.category, lb.category) AS category,
                coalesce(la.error_title, lb.error_title) AS error_title

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Sequence
 
 from store import FaultlineError, read_connection, resolve_db_path
-from store.agreement import analyst_labels, analyst_names, review_labels
+from store.agreement import analyst_labels, analyst_names, labelled_by_both
 
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 20240601
@@ -176,10 +176,6 @@ def _canonical(category: str, known: dict[str, str]) -> str:
     return known.get(" ".join(category.split()).casefold(), category)
 
 
-def _key(label: dict) -> tuple:
-    return (label["run_id"], label["instance_id"], label["train_trial_index"])
-
-
 def compare(con, analyst: str | None = None, against: str = "reviews",
             gold_labels: dict[tuple[str, str, str], str] | None = None, gold_name: str = "gold file",
             models: Sequence[str] = (), datasets: Sequence[str] = ()) -> Report:
@@ -193,24 +189,18 @@ def compare(con, analyst: str | None = None, against: str = "reviews",
         analyst = names[0][0]
     if analyst not in known:
         raise AgreementError(f"unknown analyst: {analyst} (the database has: {', '.join(known) or 'none'})")
-    labels = analyst_labels(con, analyst, models, datasets)
     if gold_labels is not None:
+        labels = analyst_labels(con, analyst, models, datasets)
         folded = {c.casefold(): c for c in {r["category"] for r in labels}}
         refs = [gold_labels.get((r["dataset"], r["instance_id"], r["model"])) for r in labels]
         refs = [_canonical(c, folded) if c else None for c in refs]
-        against_name = gold_name
-    elif against == "reviews":
-        reviewed = review_labels(con, analyst)
-        refs = [reviewed.get((r["run_id"], r["instance_id"])) for r in labels]
-        against_name = "human reviews"
-    else:
-        if against not in known:
-            raise AgreementError(f"unknown analyst to compare with: {against} (the database has: {', '.join(known)})")
-        other = {_key(r): r["category"] for r in analyst_labels(con, against, models, datasets)}
-        refs = [other.get(_key(r)) for r in labels]
-        against_name = against
-    pairs = [Pair(r["dataset"], r["instance_id"], r["model"], r["category"], ref)
-             for r, ref in zip(labels, refs) if ref]
+        pairs = [Pair(r["dataset"], r["instance_id"], r["model"], r["category"], ref)
+                 for r, ref in zip(labels, refs) if ref]
+        return measure(pairs, analyst, gold_name)
+    if against != "reviews" and against not in known:
+        raise AgreementError(f"unknown analyst to compare with: {against} (the database has: {', '.join(known)})")
+    pairs = [Pair(*row) for row in labelled_by_both(con, analyst, against, models, datasets)]
+    against_name = "human reviews" if against == "reviews" else against
     return measure(pairs, analyst, against_name)
 
 
@@ -223,20 +213,3 @@ def agreement(db=None, analyst: str | None = None, against: str = "reviews", gol
     gold_labels = read_gold(gold) if gold else None
     with read_connection(path) as con:
         return compare(con, analyst, against, gold_labels, f"gold file {gold}", models, datasets)
-
-
-def review_queue(con, analyst: str, per_stratum: int = 2, models=None, datasets=None, domains=None,
-                 split: str = "main"):
-    """A stratified sample of unreviewed labels to review next: up to `per_stratum` failures per
-    (category, model), drawn in a fixed pseudo-random order, so every category and every model
-    gets reviews and a few dozen of them already give a usable κ."""
-    import polars as pl
-
-    from store.agreement import review_candidates
-
-    frame = review_candidates(con, analyst, models, datasets, domains, split)
-    if frame.is_empty():
-        return frame.drop("draw")
-    return (frame.with_columns(pl.int_range(pl.len()).over("category", "model").alias("rank"))
-            .filter(pl.col("rank") < per_stratum).drop("rank", "draw")
-            .sort("category", "model", "dataset", "instance_id"))

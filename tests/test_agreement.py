@@ -14,7 +14,8 @@ from conftest import run_module
 from seed_store import seed
 from store import queries as sq
 from store.agreement import shared_wrong_answers
-from taxonomy.agreement import AgreementError, agreement, cohen_kappa, measure, Pair, review_queue
+from store.agreement import review_queue
+from taxonomy.agreement import AgreementError, agreement, cohen_kappa, measure, Pair
 
 CATS = ["Calculation Error", "Factual Error", "Hallucination", "Refusal"]
 # analyst label, human label for 30 failures of two models: a realistic mix of agreement

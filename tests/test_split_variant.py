@@ -205,14 +205,16 @@ def _hashed(db):
 def test_pairs_by_id_then_by_question_hash_once(tmp_db, capsys):
     _hashed(tmp_db)
     with store.read_connection(tmp_db) as con:
-        paired = queries.pairs(con, "A", "B", None)
+        counts = queries.pair_counts(con, "A", "B", None)
+        discordant = queries.discordant(con, "A", "B", None)
     # q0 by id; q1-q7 by their text; "text 7" is on A three times (q7, q8, q9) and on B twice
     # (x6, x7): the first two of A's pair, the third stays unpaired; x10 and the other dataset never
-    assert paired.filter(paired["paired_by"] == "id")["instance_id"].to_list() == ["q0"]
-    content = paired.filter(paired["paired_by"] == "content")
-    assert list(zip(content["instance_id"], content["b_instance_id"])) == [
-        ("q1", "x0"), ("q2", "x1"), ("q3", "x2"), ("q4", "x3"), ("q5", "x4"), ("q6", "x5"),
-        ("q7", "x6"), ("q8", "x7")]
+    assert counts.select("paired_by", "a_correct", "b_correct", "n").rows() == [
+        ("content", False, True, 4), ("content", True, True, 4), ("id", True, False, 1)]
+    # the questions only one side fails, each with its partner on the other side
+    assert discordant.select("which", "instance_id", "b_instance_id").rows() == [
+        ("only A fails", "q1", "x0"), ("only A fails", "q3", "x2"), ("only A fails", "q5", "x4"),
+        ("only A fails", "q7", "x6"), ("only B fails", "q0", "q0")]
     assert main(["compare", "A", "B", "--db", str(tmp_db), "--json"]) == 0
     out, err = capsys.readouterr()
     data = json.loads(out)

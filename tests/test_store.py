@@ -111,3 +111,63 @@ def test_failures_take_the_classification_of_their_own_analysts_classifier(safet
     with write_session(safety_db) as con:
         con.execute("UPDATE analyses SET analyst = 'anthropic/x' WHERE analyst = 'openai/m'")
     assert q(safety_db, "SELECT category FROM failures WHERE analyst = 'anthropic/x'") == [("Policy Violation",)]
+
+
+def _write_in_subprocess(db, timeout: float, announce: bool = True) -> subprocess.CompletedProcess:
+    """A CLI-like writer in another process: Faultline's write_session (which announces itself),
+    or a bare read-write DuckDB connection (a `duckdb` shell, which does not) that gives up at once."""
+    body = (f"""
+        import sys, time
+        sys.path.insert(0, {str(ROOT)!r})
+        from store import write_session
+        start = time.monotonic()
+        with write_session({str(db)!r}, timeout={timeout}) as con:
+            con.execute("INSERT INTO taxonomies VALUES ('v-new', 'n', 's', '[]', now())")
+        print(f"{{time.monotonic() - start:.3f}}")
+    """ if announce else f"""
+        import duckdb
+        duckdb.connect({str(db)!r}).close()
+        print("opened")
+    """)
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(body)], capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_a_lingering_reader_keeps_the_file_briefly_and_lets_an_announced_writer_in_at_once(tmp_db):
+    from store import release_read_connections
+
+    with write_session(tmp_db):
+        pass
+    try:
+        with read_connection(tmp_db, linger=30) as con:
+            assert con.execute("SELECT count(*) FROM taxonomies").fetchone() == (0,)
+        # idle but lingering: the file stays open, so a writer that does not announce itself
+        # (a duckdb shell) is refused ...
+        bare = _write_in_subprocess(tmp_db, 0, announce=False)
+        assert bare.returncode != 0 and "lock" in bare.stderr.lower()
+        # ... while Faultline's writers announce themselves and the reader lets go within its
+        # poll interval, far sooner than the 30 s linger
+        writer = _write_in_subprocess(tmp_db, timeout=10)
+        assert writer.returncode == 0, writer.stderr
+        assert float(writer.stdout) < 5
+        # the next lingering read opens the file afresh and sees the write
+        with read_connection(tmp_db, linger=30) as con:
+            assert con.execute("SELECT taxonomy_version FROM taxonomies").fetchall() == [("v-new",)]
+        # and this process's own write session (the app's review) closes it first
+        with write_session(tmp_db, timeout=5) as con:
+            con.execute("DELETE FROM taxonomies")
+        with read_connection(tmp_db, linger=30) as con:
+            assert con.execute("SELECT count(*) FROM taxonomies").fetchone() == (0,)
+    finally:
+        release_read_connections()
+
+
+def test_a_lingering_reader_closes_the_file_when_idle(tmp_db):
+    with write_session(tmp_db):
+        pass
+    with read_connection(tmp_db, linger=0.2) as con:
+        con.execute("SELECT count(*) FROM runs").fetchall()
+    import time
+    time.sleep(0.6)
+    bare = _write_in_subprocess(tmp_db, 0, announce=False)
+    assert bare.returncode == 0 and bare.stdout.strip() == "opened", bare.stderr

@@ -69,7 +69,7 @@ def review_queue(analyst: str, f: Filters) -> None:
     """A stratified sample of unreviewed labels, per category and model, to review next."""
     with st.expander("Review queue: labels to review next"):
         per = st.slider("Labels per category and model", 1, 5, 2, key="per_stratum")
-        queue = load(ta.review_queue, analyst=analyst, per_stratum=per, **f.kwargs())
+        queue = load(sa.review_queue, analyst=analyst, per_stratum=per, **f.kwargs())
         if queue.is_empty():
             st.text(f"Every classified failure of {analyst} has a review.")
             return

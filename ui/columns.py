@@ -19,6 +19,7 @@ LABELS = {
     "split": "Split",
     "category": "Category",
     "instance_id": "Question id",
+    "b_instance_id": "B's question id",
     "input_text": "Question",
     "reference": "Reference answer",
     "a_output": "A's output",

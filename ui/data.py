@@ -1,7 +1,8 @@
 """How pages read the store: through a cache keyed on the store's data version.
 
-No page holds a connection across reruns: a cache miss opens a short read-only connection, runs
-one query function and closes it, so a CLI can take the write lock between reruns. The cache key
+No page holds a connection across reruns: a cache miss runs one query function on a read-only
+connection that lingers for READ_LINGER_S after its last query (store/db.py), so the queries of
+one page share it, and lets go at once when a CLI announces that it wants to write. The cache key
 includes `store.data_version`, which changes whenever a writer commits, so new data shows up on
 the next rerun without clearing anything.
 """
@@ -19,10 +20,13 @@ import store
 from store import queries as q
 
 
+READ_LINGER_S = 1.0
+
+
 @st.cache_data(show_spinner=False, max_entries=512)
 def _cached(module: str, name: str, db: str, version: tuple, kwargs: dict) -> Any:
     fn = getattr(importlib.import_module(module), name)
-    with store.read_connection(db) as con:
+    with store.read_connection(db, linger=READ_LINGER_S) as con:
         return fn(con, **kwargs)
 
 
