@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from typing import Iterable, Sequence
 
 import duckdb
-
+import pyarrow as pa
 
 
 def now() -> datetime:
@@ -258,3 +258,68 @@ def _insert_batch(con: duckdb.DuckDBPyConnection, batch: Batch, ts: datetime) ->
     )
     _insert(con, "INSERT INTO analyses", [(*row, ts) for row in batch.analyses])
     _insert(con, "INSERT INTO classifications", [(*row, ts) for row in batch.classifications])
+    if batch.analyses or batch.classifications:
+        refresh_labels(con, [row[:4] for row in batch.analyses], [row[0] for row in batch.classifications])
+
+
+# The label rule: per analysed prediction and analyst, its latest analysis, and the classification
+# of that analysis's title by the analyst's own classifier (the offline analyst: an offline
+# classifier) when there is one, else the title's latest classification. `{keys}` narrows the
+# analyses to the (run_id, instance_id, train_trial_index, analyst) keys being refreshed.
+_LABELS = """
+    INSERT INTO failure_labels
+    SELECT * FROM (
+        WITH latest_analysis AS (
+            SELECT a.* FROM analyses a {keys}
+            QUALIFY row_number() OVER (
+                PARTITION BY a.run_id, a.instance_id, a.train_trial_index, a.analyst
+                ORDER BY a.created_at DESC) = 1
+        ),
+        title_class AS (
+            SELECT t.error_title, t.analyst, c.category, c.taxonomy_version, c.classifier
+            FROM (SELECT DISTINCT error_title, analyst FROM latest_analysis) t
+            JOIN classifications c ON c.error_title = t.error_title
+            QUALIFY row_number() OVER (
+                PARTITION BY t.error_title, t.analyst
+                ORDER BY (c.classifier = t.analyst
+                          OR (t.analyst = 'offline' AND c.classifier LIKE 'offline/%')) DESC,
+                         c.created_at DESC) = 1
+        )
+        SELECT a.run_id, a.instance_id, a.train_trial_index, a.analyst, a.error_title,
+               a.error_summary, a.created_at AS analysed_at, t.category, t.taxonomy_version,
+               t.classifier
+        FROM latest_analysis a
+        LEFT JOIN title_class t ON t.error_title = a.error_title AND t.analyst = a.analyst
+    )
+"""
+_KEY = ("run_id", "instance_id", "train_trial_index", "analyst")
+
+
+def refresh_labels(con: duckdb.DuckDBPyConnection, analysed: Sequence[tuple] | None = None,
+                   titles: Sequence[str] = ()) -> None:
+    """Bring `failure_labels` up to date after analyses or classifications were written (call
+    inside that transaction): the labels of the `analysed` (run_id, instance_id,
+    train_trial_index, analyst) keys and of every failure whose title is in `titles`; with
+    `analysed=None`, every label."""
+    if analysed is None:
+        con.execute("DELETE FROM failure_labels")
+        con.execute(_LABELS.format(keys=""))
+        return
+    columns = list(zip(*analysed)) if analysed else [[], [], [], []]
+    con.register("_analysed", pa.table(
+        {c: pa.array(v, pa.int32() if c == "train_trial_index" else pa.string())
+         for c, v in zip(_KEY, columns)}))
+    try:
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE _label_keys AS SELECT * FROM _analysed UNION "
+            f"SELECT {', '.join(_KEY)} FROM failure_labels WHERE error_title IN (SELECT unnest(?::VARCHAR[]))",
+            [list(titles)],
+        )
+    finally:
+        con.unregister("_analysed")
+    try:
+        on = " AND ".join(f"{{t}}.{c} = k.{c}" for c in _KEY)
+        con.execute(f"DELETE FROM failure_labels USING _label_keys k WHERE {on.format(t='failure_labels')}")
+        con.execute(_LABELS.format(keys=f"JOIN _label_keys k ON {on.format(t='a')}"))
+    finally:
+        con.execute("DROP TABLE _label_keys")

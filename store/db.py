@@ -201,6 +201,7 @@ class _LingeringReader:
         self._users = 0
         self._last_used = 0.0
         self._linger = 0.0
+        self._opened = 0  # which opening the watcher thread watches (it holds no connection)
 
     def cursor(self, path: Path, timeout: float, linger: float) -> duckdb.DuckDBPyConnection | None:
         """A cursor on the lingering database, or None: use a connection of your own."""
@@ -217,7 +218,8 @@ class _LingeringReader:
                     con.close()
                     raise EmptyStoreError(f"{path}: {NO_DATA}")
                 self._con, self._path = con, path
-                threading.Thread(target=self._watch, args=(con,), daemon=True,
+                self._opened += 1
+                threading.Thread(target=self._watch, args=(self._opened,), daemon=True,
                                  name="faultline-read-linger").start()
             self._linger = linger
             self._users += 1
@@ -230,11 +232,11 @@ class _LingeringReader:
             if self._users == 0:
                 self._lock.notify_all()
 
-    def _watch(self, con: duckdb.DuckDBPyConnection) -> None:
+    def _watch(self, opened: int) -> None:
         while True:
             time.sleep(self.POLL_S)
             with self._lock:
-                if self._con is not con:
+                if self._con is None or self._opened != opened:
                     return
                 if self._users:
                     continue

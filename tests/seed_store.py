@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 
 import store
 from ingest.records import InstanceRecord, ParsedRun, PredictionRecord, Reference, RunRecord
+from store.analysis import refresh_labels
 from store.runs import replace_runs, stage_run
 
 T0 = datetime(2026, 1, 1)
@@ -68,6 +69,7 @@ def seed(db, rows: list[dict], analyst: str = "offline", taxonomy_version: str =
                             [r["title"], taxonomy_version, analyst, r["category"],
                              ingested_at + timedelta(seconds=2)],
                         )
+        refresh_labels(con)
 
 
 def label_failures(db, categories: list[str], analyst: str = "offline",
@@ -96,3 +98,4 @@ def label_failures(db, categories: list[str], analyst: str = "offline",
                 " is_fallback, created_at) VALUES (?, ?, ?, ?, false, ?)",
                 [title, taxonomy_version, analyst, category, T0],
             )
+        refresh_labels(con)

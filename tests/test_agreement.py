@@ -15,6 +15,7 @@ from seed_store import seed
 from store import queries as sq
 from store.agreement import shared_wrong_answers
 from store.agreement import review_queue
+from store.analysis import refresh_labels
 from taxonomy.agreement import AgreementError, agreement, cohen_kappa, measure, Pair
 
 CATS = ["Calculation Error", "Factual Error", "Hallucination", "Refusal"]
@@ -118,6 +119,7 @@ def test_gold_file_and_another_analyst(tmp_db, tmp_path):
                 "INSERT INTO classifications (error_title, taxonomy_version, classifier, category, is_fallback,"
                 " created_at) VALUES (?, 'test-v1', 'openai/gpt-4o-mini', ?, false, ?)",
                 [f"llm title {i}", h, datetime(2026, 1, 2)])
+        refresh_labels(con)
     other = agreement(tmp_db, "offline", against="openai/gpt-4o-mini")
     assert other.n == 30 and other.against == "openai/gpt-4o-mini"
     assert other.kappa == pytest.approx(cohen_kappa_score(HUMAN, ANALYST))

@@ -155,6 +155,8 @@ def test_compare_page_matches_helm_and_url(labelled_mmlu):
     # each tab pages through its own side, 50 at a time
     assert a_only > 50 and (len(only_a), len(only_b)) == (50, min(b_only, 50))
     assert {"input_text", "reference", "a_output", "b_output"} <= set(only_a.columns)
+    # both logs are HELM's, so every pair shares its id and B's own id is not repeated
+    assert "b_instance_id" not in only_a.columns
     at.number_input(key="page_a").set_value(2).run()
     assert len(at.dataframe[1].value) == min(a_only - 50, 50) and len(at.dataframe[2].value) == min(b_only, 50)
     with duckdb.connect(str(labelled_mmlu), read_only=True) as con:
@@ -422,6 +424,22 @@ def test_compare_says_when_too_small(tmp_db, monkeypatch):
     captions = " ".join(c.value for c in at.caption)
     assert "Too few failures to tell shares apart" in captions and "Refusal" in captions
     assert "Too few paired discordant failures" in captions
+
+
+def test_compare_names_bs_own_id_when_questions_paired_by_text(tmp_db, monkeypatch):
+    # A and B asked the same four questions under ids of their own (two harnesses)
+    rows = [dict(model="A", dataset="ds", instance_id=f"helm-{i}", question_hash=f"h{i}",
+                 is_correct=i % 2 == 1) for i in range(4)]
+    rows += [dict(model="B", dataset="ds", instance_id=f"inspect-{3 - i}", question_hash=f"h{i}",
+                  is_correct=i < 3) for i in range(4)]
+    seed(tmp_db, rows)
+    monkeypatch.setenv("FAULTLINE_DB", str(tmp_db))
+    at = run_page("pages/compare.py", a="A", b="B")
+    assert {m.label: m.value for m in at.metric}["Questions both answered"] == "4"
+    only_a, only_b = at.dataframe[0].value, at.dataframe[1].value
+    assert list(zip(only_a["instance_id"], only_a["b_instance_id"])) == [
+        ("helm-0", "inspect-3"), ("helm-2", "inspect-1")]
+    assert list(zip(only_b["instance_id"], only_b["b_instance_id"])) == [("helm-3", "inspect-0")]
 
 
 def test_review_relabel_then_confirm(tmp_db, monkeypatch):

@@ -11,6 +11,7 @@ import pytest
 
 from conftest import ROOT, q
 from store import MIGRATIONS, StoreError, read_connection, resolve_db_path, write_session
+from store.analysis import refresh_labels
 from store.migrations import migrate
 
 
@@ -105,11 +106,13 @@ def test_failures_take_the_classification_of_their_own_analysts_classifier(safet
             ("Refuses a safe request", "erroratlas-v1", "openai/m", "Policy Violation", False, None, "2026-01-01 00:00:04"),
         ]
         con.executemany("INSERT INTO classifications VALUES (?, ?, ?, ?, ?, ?, ?)", classes)
+        refresh_labels(con)
     got = q(safety_db, "SELECT analyst, category, classifier FROM failures ORDER BY analyst")
     assert got == [("offline", "Refusal", "offline/clf@1"), ("openai/m", "Policy Violation", "openai/m")]
     # an analyst whose own classifier never saw the title takes the title's latest classification
     with write_session(safety_db) as con:
         con.execute("UPDATE analyses SET analyst = 'anthropic/x' WHERE analyst = 'openai/m'")
+        refresh_labels(con)
     assert q(safety_db, "SELECT category FROM failures WHERE analyst = 'anthropic/x'") == [("Policy Violation",)]
 
 
@@ -171,3 +174,50 @@ def test_a_lingering_reader_closes_the_file_when_idle(tmp_db):
     time.sleep(0.6)
     bare = _write_in_subprocess(tmp_db, 0, announce=False)
     assert bare.returncode == 0 and bare.stdout.strip() == "opened", bare.stderr
+
+
+def test_labels_kept_at_write_time_equal_the_rule_recomputed(tmp_db):
+    """failure_labels after each batch the pipeline writes (new analyses, re-analyses, new
+    classifications of old titles) equals the label rule recomputed over everything."""
+    from store.analysis import Batch, save_batch
+    from tests.seed_store import seed
+
+    seed(tmp_db, [dict(model="m", dataset="d", instance_id=f"q{i}", is_correct=False) for i in range(6)])
+    run = "r1:m:d:None"
+
+    def analysis(i, analyst, title):
+        return (run, f"q{i}", 0, analyst, "p1", "h", title, f"why {title}", "[]", None)
+
+    def labels(con):
+        return con.execute("SELECT * EXCLUDE (analysed_at) FROM failure_labels ORDER BY ALL").fetchall()
+
+    batches = [
+        Batch(analyses=[analysis(i, "llm", f"t{i % 3}") for i in range(6)],
+              classifications=[("t0", "v1", "llm", "Factual Error", False, None)]),
+        # another classifier files t0 and t1: t1 takes it, t0 keeps the analyst's own
+        Batch(classifications=[("t1", "v1", "other", "Reasoning Error", False, None),
+                               ("t0", "v1", "other", "Refusal", False, None)]),
+        # q0 analysed again (its latest title wins); the offline analyst on q1 with an offline
+        # classifier of t0
+        Batch(analyses=[analysis(0, "llm", "t9"), analysis(1, "offline", "t0")],
+              classifications=[("t0", "v1", "offline/clf@1", "Formatting Error", False, None)]),
+    ]
+    for batch in batches:
+        with write_session(tmp_db) as con:
+            save_batch(con, batch)
+            kept = labels(con)
+            con.execute("BEGIN")
+            refresh_labels(con)
+            assert labels(con) == kept
+            con.execute("ROLLBACK")
+    got = q(tmp_db, "SELECT instance_id, analyst, error_title, category, classifier FROM failure_labels"
+                    " ORDER BY instance_id, analyst")
+    assert got == [
+        ("q0", "llm", "t9", None, None),
+        ("q1", "llm", "t1", "Reasoning Error", "other"),
+        ("q1", "offline", "t0", "Formatting Error", "offline/clf@1"),
+        ("q2", "llm", "t2", None, None),
+        ("q3", "llm", "t0", "Factual Error", "llm"),
+        ("q4", "llm", "t1", "Reasoning Error", "other"),
+        ("q5", "llm", "t2", None, None),
+    ]
