@@ -319,22 +319,12 @@ MIGRATIONS: list[tuple[str, str]] = [
         # Each failure's label (latest analysis per analyst, its title's classification) is kept
         # when analyses and classifications are written (store/analysis.py refresh_labels), not
         # recomputed by a window over every analysis at each read: nearly every page query joins
-        # it. Filled here from 007's view, whose rule it keeps.
+        # it. Filled here from 007's view, whose rule it keeps; the failures view reads it by
+        # name, so it now reads the table.
         """
         CREATE TABLE failure_labels_kept AS SELECT * FROM failure_labels;
-        DROP VIEW failures;
         DROP VIEW failure_labels;
         ALTER TABLE failure_labels_kept RENAME TO failure_labels;
-        CREATE VIEW failures AS
-        SELECT r.model, r.dataset, r.domain, p.instance_id, l.analyst, l.error_title,
-               l.error_summary, l.category, l.taxonomy_version,
-               p.run_id, p.train_trial_index, l.classifier, l.analysed_at
-        FROM predictions p
-        JOIN runs r USING (run_id)
-        JOIN failure_labels l
-          ON l.run_id = p.run_id AND l.instance_id = p.instance_id
-         AND l.train_trial_index = p.train_trial_index
-        WHERE p.is_correct = false;
         """,
     ),
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from datetime import datetime
 
 import duckdb
 import pytest
@@ -221,3 +222,26 @@ def test_labels_kept_at_write_time_equal_the_rule_recomputed(tmp_db):
         ("q4", "llm", "t1", "Reasoning Error", "other"),
         ("q5", "llm", "t2", None, None),
     ]
+
+
+def test_a_store_from_before_008_keeps_its_labels(tmp_db):
+    """Upgrading a store whose labels were a view (007) fills the table with the same labels."""
+    con = duckdb.connect(str(tmp_db))
+    con.execute("CREATE TABLE schema_migrations (id INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)")
+    for i, (name, sql) in enumerate(MIGRATIONS[:7], start=1):
+        con.execute(sql)
+        con.execute("INSERT INTO schema_migrations VALUES (?, ?, now())", [i, name])
+    con.execute("INSERT INTO analyses (run_id, instance_id, train_trial_index, analyst, prompt_version,"
+                " pair_hash, error_title, error_summary, required_criteria, created_at) VALUES"
+                " ('r', 'q1', 0, 'offline', 'p', 'h', 'old title', 's', '[]', '2026-01-01'),"
+                " ('r', 'q1', 0, 'offline', 'p', 'h', 'new title', 's', '[]', '2026-01-02')")
+    con.execute("INSERT INTO classifications (error_title, taxonomy_version, classifier, category,"
+                " is_fallback, created_at) VALUES ('new title', 'v1', 'offline/clf', 'Refusal', false, '2026-01-03')")
+    before = con.execute("SELECT * FROM failure_labels").fetchall()
+    con.close()
+    with write_session(tmp_db):
+        pass
+    assert before == [("r", "q1", 0, "offline", "new title", "s", datetime(2026, 1, 2),
+                       "Refusal", "v1", "offline/clf")]
+    assert q(tmp_db, "SELECT * FROM failure_labels") == before
+    assert q(tmp_db, "SELECT table_type FROM information_schema.tables WHERE table_name = 'failure_labels'") == [("BASE TABLE",)]
