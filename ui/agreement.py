@@ -9,6 +9,7 @@ import streamlit as st
 from store import agreement as sa
 from taxonomy import agreement as ta
 
+from . import columns
 from .data import load
 from .filters import Filters
 from .share import page_url
@@ -20,7 +21,10 @@ def _instance_links(frame: pl.DataFrame, f: Filters, analyst: str) -> pl.DataFra
     return frame.with_columns(open=pl.Series(links, dtype=pl.String))
 
 
-_OPEN = {"open": st.column_config.LinkColumn(display_text="open")}
+def _config(frame: pl.DataFrame, **overrides) -> dict:
+    """Readable headers, and the `open` column as a link to the question."""
+    return columns.config(frame.columns, open=st.column_config.LinkColumn("Details", display_text="open"),
+                          **overrides)
 
 
 def panel(analyst: str, f: Filters) -> str:
@@ -52,16 +56,19 @@ def panel(analyst: str, f: Filters) -> str:
     per = pl.DataFrame([{"category": c, **m} for c, m in report.per_category.items()])
     left, right = st.columns(2)
     left.caption("Per category: precision and recall of the analyst against the reference")
-    left.dataframe(per, hide_index=True)
+    left.dataframe(per, hide_index=True, column_config=_config(
+        per, precision=st.column_config.NumberColumn("Precision", format="percent"),
+        recall=st.column_config.NumberColumn("Recall", format="percent")))
     right.caption("Confusion (rows: reference, columns: analyst)")
     right.dataframe(pl.DataFrame({"reference": report.labels,
                                   **{c: [row[j] for row in report.matrix] for j, c in enumerate(report.labels)}}),
-                    hide_index=True)
+                    hide_index=True, column_config={"reference": "Reference category"})
     if report.disagreements:
         st.caption(f"{len(report.disagreements)} disagreements")
         frame = pl.DataFrame([{"dataset": p.dataset, "instance_id": p.instance_id, "model": p.model,
                                "analyst": p.analyst, "reference": p.reference} for p in report.disagreements])
-        st.dataframe(_instance_links(frame, f, analyst), hide_index=True, column_config=_OPEN)
+        st.dataframe(_instance_links(frame, f, analyst), hide_index=True, column_config=_config(
+            frame, analyst="Analyst's category", reference="Reference category"))
     return against
 
 
@@ -75,7 +82,7 @@ def review_queue(analyst: str, f: Filters) -> None:
             return
         st.caption(f"{queue.height} unreviewed labels, up to {per} per (category, model): a few dozen reviews "
                    "spread like this give a usable κ on the taxonomy page.")
-        st.dataframe(_instance_links(queue, f, analyst), hide_index=True, column_config=_OPEN)
+        st.dataframe(_instance_links(queue, f, analyst), hide_index=True, column_config=_config(queue))
 
 
 def shared_wrong_answers(f: Filters, analyst: str | None) -> None:
@@ -86,4 +93,4 @@ def shared_wrong_answers(f: Filters, analyst: str | None) -> None:
             st.caption("No two models chose the same wrong option on any question.")
             return
         st.caption(f"{frame.height} questions where models chose the same distractor")
-        st.dataframe(_instance_links(frame, f, analyst or ""), hide_index=True, column_config=_OPEN)
+        st.dataframe(_instance_links(frame, f, analyst or ""), hide_index=True, column_config=_config(frame))

@@ -63,6 +63,13 @@ LABELS = {
     "harness_n": "Harness counts",
     "harness_agrees": "Agrees with the harness",
     "harness_note": "Harness check",
+    "wrong_answer": "Wrong answer chosen",
+    "models": "Models",
+    "chosen_by": "Chosen by",
+    "precision": "Precision",
+    "recall": "Recall",
+    "support": "Reference labels",
+    "predicted": "Analyst's labels",
 }
 
 PERCENT_COLUMNS = {
