@@ -1,4 +1,6 @@
-"""Two real processes: a reader keeps querying while a writer re-ingests the same store."""
+"""Two real processes: a reader keeps querying while a writer re-ingests the same store, with
+one connection per query (the CLIs) or a lingering one that never goes idle (the app under
+steady use), which only the writer's announcement makes let go."""
 
 from __future__ import annotations
 
@@ -7,6 +9,8 @@ import subprocess
 import sys
 import textwrap
 import time
+
+import pytest
 
 from conftest import MMLU_SUITE, ROOT, requires_fixtures
 
@@ -28,13 +32,13 @@ READER = textwrap.dedent(
     """
     import json, sys, time
     from store import read_connection
-    db, seconds = sys.argv[1], float(sys.argv[2])
+    db, seconds, linger = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
     seen, errors, waits = [], [], []
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         t = time.perf_counter()
         try:
-            with read_connection(db, timeout=30) as con:
+            with read_connection(db, timeout=30, linger=linger) as con:
                 seen.append(con.execute(
                     "SELECT count(*), count(DISTINCT run_id), sum(is_correct::INT) FROM outcomes").fetchone())
         except Exception as exc:
@@ -45,9 +49,11 @@ READER = textwrap.dedent(
 )
 
 
-def test_reader_keeps_reading_consistent_data_while_writer_ingests(mmlu_db):
+@pytest.mark.parametrize("linger", [0, 1.0], ids=["per-query", "lingering"])
+def test_reader_keeps_reading_consistent_data_while_writer_ingests(mmlu_db, linger):
     reader = subprocess.Popen(
-        [sys.executable, "-c", READER, str(mmlu_db), "12"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-c", READER, str(mmlu_db), "16", str(linger)], cwd=ROOT,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     time.sleep(1.5)
     writer = subprocess.run(
@@ -55,6 +61,9 @@ def test_reader_keeps_reading_consistent_data_while_writer_ingests(mmlu_db):
     )
     out, err = reader.communicate(timeout=120)
     assert writer.returncode == 0, writer.stderr
+    # four ingests of the suite (1.4 s here), each waiting at most for the reader's query in
+    # flight; a reader that ignored the announcement would hold the file for its whole 16 s
+    assert float(writer.stdout) < 8
     assert reader.returncode == 0, err
     result = json.loads(out)
     assert result["errors"] == []
