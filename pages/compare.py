@@ -11,6 +11,7 @@ import ui
 from store import queries as q
 from ui import charts, columns
 from ui.text import cell, md
+from ui.urlstate import warn_unknown
 
 PAGE_SIZE = 50
 
@@ -23,10 +24,7 @@ if len(models) < 2:
     st.info("Comparing needs at least two models; load another model's logs with `python -m ingest PATH`.")
     st.stop()
 for key in ("a", "b"):
-    asked = st.query_params.get(key)
-    if asked is not None and asked not in models:
-        st.warning(f"The link names model {key.upper()} “{md(asked)}”, which is not among the "
-                   "models here; pick one below.", icon=":material/link_off:")
+    warn_unknown(key, f"model {key.upper()}", models)
 
 left, right = st.columns(2)
 a = left.selectbox("Model A", models, index=0, key="a", bind="query-params")

@@ -7,6 +7,7 @@ import ui
 from store import FaultlineError, queries as q
 from ui import agreement, columns, evidence, review
 from ui.text import clip, cut_note, md, show
+from ui.urlstate import warn_unknown
 
 ui.configure_page("pages/instances.py", "Instances")
 ui.require_data()
@@ -14,6 +15,7 @@ f = ui.sidebar_filters()
 analyst = ui.analyst_picker(f)
 
 categories = ui.load(q.category_names, analyst=analyst) if analyst else []
+warn_unknown("category", "category", categories)
 c1, c2, c3 = st.columns([2, 1, 2])
 category = c1.selectbox("Category", categories, index=None, key="category", bind="query-params",
                         placeholder="any category")

@@ -5,7 +5,7 @@ import streamlit as st
 import stats
 import ui
 from ui import charts, columns
-from ui.urlstate import seed_one
+from ui.urlstate import seed_one, warn_unknown
 
 ui.configure_page("pages/slices.py", "Slices: where each error type concentrates")
 ui.require_data()
@@ -18,6 +18,7 @@ slices = {by: ui.load(stats.signature, analyst=analyst, by=by, **f.kwargs()) for
 models = sorted(set().union(*(set(sl["model"]) for sl in slices.values())))
 # one model at a time: side-by-side panels of 57 subjects × 20 categories were unreadable, and
 # drawing every model's heatmaps (as tabs do) costs seconds at ten models
+warn_unknown("model", "model", models)
 model = st.selectbox("Model", models, **seed_one("model", models, models[0])) if models else None
 for by, label in (("dataset", "By dataset"), ("domain", "By domain (e.g. MMLU subject)")):
     st.subheader(label)

@@ -10,6 +10,7 @@ import ui
 from store import queries as q
 from ui import agreement, columns
 from ui.text import md
+from ui.urlstate import warn_unknown
 
 ui.configure_page("pages/taxonomy.py", "Taxonomy")
 ui.require_data()
@@ -41,6 +42,7 @@ by_category = tree.pivot(on="model", index="category", values="count", aggregate
 st.caption("Classified failures per category and model.")
 st.dataframe(by_category.fill_null(0), hide_index=True, column_config={"category": "Category"})
 
+warn_unknown("category", "category", sorted(set(tree["category"])))
 category = st.selectbox("Category", sorted(set(tree["category"])), index=None, key="category",
                         bind="query-params", placeholder="pick a category to see its error titles")
 if category:

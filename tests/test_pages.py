@@ -587,6 +587,18 @@ def test_bad_url_parameters_say_so(no_store):
     assert set(at.dataframe[0].value["model"]) == {"demo/atlas-7b"}
     at = run_page("pages/compare.py", a="ghost", b="demo/atlas-7b")
     assert any("model A “ghost”" in w.value for w in at.warning)
+    # page-specific choices too: a category no failure is filed under, a model not loaded
+    for page, params, named in (("pages/taxonomy.py", {"category": "No Such Category"}, "category"),
+                                ("pages/instances.py", {"category": "No Such Category"}, "category"),
+                                ("pages/slices.py", {"model": "no/such-model"}, "model")):
+        at = run_page(page, **params)
+        asked = next(iter(params.values()))
+        assert [w.value for w in at.warning if "The link names" in w.value] == [
+            f"The link names {named} “{md(asked)}”, which is not among those here; pick one below."], page
+    # a category the demo's failures are filed under draws no warning, and is picked
+    at = run_page("pages/taxonomy.py", category="Constraint Violation")
+    assert not [w for w in at.warning if "The link names" in w.value]
+    assert at.selectbox(key="category").value == "Constraint Violation"
 
 
 def test_paging_through_one_side_of_a_comparison(tmp_db, monkeypatch):

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import streamlit as st
 
+from .text import md
+
 
 def _write(key: str, value, default=None) -> None:
     if value == default or value in ([], "", None):
@@ -39,3 +41,12 @@ def seed_one(key: str, options: list[str], default: str) -> dict:
         _write(key, None)
     st.session_state[key] = raw if raw in options else default
     return {"key": key, "on_change": lambda: _write(key, st.session_state[key], default)}
+
+
+def warn_unknown(key: str, noun: str, options: list[str]) -> None:
+    """Say so when the link names a `key` value that is not among `options` (the widget then
+    drops it), rather than silently showing something else."""
+    asked = st.query_params.get(key)
+    if asked is not None and asked not in options:
+        st.warning(f"The link names {noun} “{md(asked)}”, which is not among those here; pick one "
+                   "below.", icon=":material/link_off:")
