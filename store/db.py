@@ -26,6 +26,11 @@ from typing import Iterator
 
 import duckdb
 
+try:
+    import fcntl
+except ImportError:  # not POSIX: writers cannot announce themselves, so readers never linger
+    fcntl = None
+
 from .errors import EmptyStoreError, StoreError
 from .migrations import migrate
 
@@ -107,7 +112,7 @@ def read_connection(db: str | os.PathLike | None = None, timeout: float = LOCK_T
     path = resolve_db_path(db)
     if not path.exists():
         raise EmptyStoreError(f"{path}: no database here yet; load logs with `python -m ingest PATH`")
-    cursor = _READERS.cursor(path, timeout, linger) if linger > 0 else None
+    cursor = _READERS.cursor(path, timeout, linger) if linger > 0 and fcntl else None
     if cursor is not None:
         try:
             yield cursor
@@ -136,9 +141,7 @@ def _announce_writer(path: Path) -> Iterator[None]:
     """Hold a shared flock on `<db>.writer.lock` for as long as this writer waits or writes; the
     last writer out removes the file."""
     lock = _writer_lock_path(path)
-    try:
-        import fcntl  # POSIX only; elsewhere readers simply never linger
-    except ImportError:
+    if fcntl is None:
         yield
         return
     while True:
@@ -170,10 +173,11 @@ def _announce_writer(path: Path) -> Iterator[None]:
 
 def _writer_waiting(path: Path) -> bool:
     """Whether a writer holds the announcement lock (a left-over file with no holder is none)."""
+    if fcntl is None:
+        return False
     try:
-        import fcntl
         fd = os.open(_writer_lock_path(path), os.O_RDONLY)
-    except (ImportError, OSError):
+    except OSError:
         return False
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -245,3 +245,26 @@ def test_a_store_from_before_008_keeps_its_labels(tmp_db):
                        "Refusal", "v1", "offline/clf")]
     assert q(tmp_db, "SELECT * FROM failure_labels") == before
     assert q(tmp_db, "SELECT table_type FROM information_schema.tables WHERE table_name = 'failure_labels'") == [("BASE TABLE",)]
+
+
+def test_a_lingering_reader_serves_many_threads_at_once(tmp_db):
+    """Streamlit runs each session in its own thread: each query gets its own cursor on the one
+    open database, and the answers are each query's own."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from store import release_read_connections
+
+    with write_session(tmp_db) as con:
+        con.execute("CREATE TABLE numbers AS SELECT range AS n FROM range(10000)")
+
+    def query(i: int) -> int:
+        with read_connection(tmp_db, linger=5) as con:
+            return con.execute("SELECT sum(n) FROM numbers WHERE n % 8 = ?", [i % 8]).fetchone()[0]
+
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            got = list(pool.map(query, range(400)))
+    finally:
+        release_read_connections()
+    expected = [sum(n for n in range(10000) if n % 8 == i % 8) for i in range(8)]
+    assert got == [expected[i % 8] for i in range(400)]
