@@ -202,6 +202,7 @@ class _LingeringReader:
         self._lock = threading.Condition()
         self._con: duckdb.DuckDBPyConnection | None = None
         self._path: Path | None = None
+        self._file: int | None = None  # the inode opened
         self._users = 0
         self._last_used = 0.0
         self._linger = 0.0
@@ -211,8 +212,13 @@ class _LingeringReader:
         """A cursor on the lingering database, or None: use a connection of your own."""
         if _writer_waiting(path):
             return None
+        try:
+            file = os.stat(path).st_ino
+        except FileNotFoundError:
+            return None
         with self._lock:
-            if self._con is not None and self._path != path:
+            # another store, or this one replaced by a rename (the demo store rebuilt)
+            if self._con is not None and (self._path, self._file) != (path, file):
                 if self._users:
                     return None
                 self._close()
@@ -221,7 +227,7 @@ class _LingeringReader:
                 if not _is_set_up(con):
                     con.close()
                     raise EmptyStoreError(f"{path}: {NO_DATA}")
-                self._con, self._path = con, path
+                self._con, self._path, self._file = con, path, file
                 self._opened += 1
                 threading.Thread(target=self._watch, args=(self._opened,), daemon=True,
                                  name="faultline-read-linger").start()

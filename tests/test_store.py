@@ -270,3 +270,22 @@ def test_a_lingering_reader_serves_many_threads_at_once(tmp_db):
         release_read_connections()
     expected = [sum(n for n in range(10000) if n % 8 == i % 8) for i in range(8)]
     assert got == [expected[i % 8] for i in range(400)]
+
+
+def test_a_lingering_reader_notices_its_file_replaced(tmp_path):
+    """A store rebuilt and renamed into place (as the demo store is) is read afresh, not from the
+    file the reader still has open."""
+    from store import release_read_connections
+
+    db = tmp_path / "store.duckdb"
+    for name, value in ((db, 1), (tmp_path / "next.duckdb", 2)):
+        with write_session(name) as con:
+            con.execute("CREATE TABLE marker AS SELECT ? AS v", [value])
+    try:
+        with read_connection(db, linger=30) as con:
+            assert con.execute("SELECT v FROM marker").fetchone() == (1,)
+        (tmp_path / "next.duckdb").rename(db)
+        with read_connection(db, linger=30) as con:
+            assert con.execute("SELECT v FROM marker").fetchone() == (2,)
+    finally:
+        release_read_connections()
