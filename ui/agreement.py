@@ -93,4 +93,6 @@ def shared_wrong_answers(f: Filters, analyst: str | None) -> None:
             st.caption("No two models chose the same wrong option on any question.")
             return
         st.caption(f"{frame.height} questions where models chose the same distractor")
-        st.dataframe(_instance_links(frame, f, analyst or ""), hide_index=True, column_config=_config(frame))
+        st.dataframe(_instance_links(frame, f, analyst or ""), hide_index=True, column_config=_config(
+            frame, wrong_answer=st.column_config.TextColumn("Wrong answer chosen", width="medium"),
+            chosen_by=st.column_config.TextColumn("Chosen by", width="large")))
