@@ -32,7 +32,7 @@ from .names import canonical_dataset, question_hash
 from .options import ReadOptions
 from .passfail import HarnessAggregate, agreement, is_finite, make_rule
 from .records import InstanceRecord, ParsedRun, PredictionRecord, Reference, RunRecord
-from .walk import files_below
+from .walk import matching_files
 
 FORMAT = "inspect"
 LETTER_VALUES = {"C": 1.0, "P": 0.5, "I": 0.0, "N": 0.0}
@@ -43,9 +43,7 @@ SAMPLE_NAME = re.compile(r"^samples/(?P<id>.+)_epoch_(?P<epoch>\d+)\.json$")
 
 
 def looks_like(path: Path) -> bool:
-    if path.is_dir():
-        return bool(_log_files(path))
-    return path.is_file() and _is_log_file(path)
+    return bool(matching_files(path, _is_log_file))
 
 
 def _is_log_file(path: Path) -> bool:
@@ -63,7 +61,7 @@ def _is_log_file(path: Path) -> bool:
 
 
 def _log_files(path: Path) -> list[Path]:
-    return files_below(path, _is_log_file)
+    return matching_files(path, _is_log_file)
 
 
 def count_runs(path: Path) -> int:

@@ -43,7 +43,7 @@ from .names import canonical_dataset, question_hash
 from .options import ReadOptions
 from .passfail import HarnessAggregate, agreement, lookup, make_rule, metric_key
 from .records import InstanceRecord, ParsedRun, PredictionRecord, Reference, RunRecord
-from .walk import files_below
+from .walk import matching_files
 
 FORMAT = "lm-eval"
 SAMPLES_RE = re.compile(r"^samples_(?P<task>.+)_(?P<stamp>\d{4}-\d{2}-\d{2}T[0-9.:\-]+)\.jsonl?$")
@@ -66,9 +66,7 @@ RESULTS_RE = re.compile(r"^(?!samples_).*(?P<stamp>\d{4}-\d{2}-\d{2}T[0-9.:\-]+)
 
 
 def looks_like(path: Path) -> bool:
-    if path.is_dir():
-        return bool(_samples_files(path))
-    return path.is_file() and _is_samples_file(path)
+    return bool(matching_files(path, _is_samples_file))
 
 
 def _is_samples_file(path: Path) -> bool:
@@ -85,7 +83,7 @@ def _is_samples_file(path: Path) -> bool:
 
 def _samples_files(path: Path) -> list[Path]:
     """Samples files in the folder or below (lm-eval nests them per model, users per setting)."""
-    return files_below(path, _is_samples_file)
+    return matching_files(path, _is_samples_file)
 
 
 def is_results_file(path: Path) -> bool:

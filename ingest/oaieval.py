@@ -22,7 +22,7 @@ from .jsonio import expect, load_jsonl
 from .options import ReadOptions
 from .names import canonical_dataset, question_hash
 from .records import InstanceRecord, ParsedRun, PredictionRecord, Reference, RunRecord, Skipped
-from .walk import files_below
+from .walk import matching_files
 
 FORMAT = "openai-evals"
 HEAD_BYTES = 1 << 20  # a spec line is small; this only bounds a pathological first line
@@ -44,8 +44,6 @@ def _first_line(path: Path) -> dict | None:
 
 def is_log(path: Path) -> bool:
     """A `{"spec": {... "eval_name" ...}}` first line (oaieval writes it before any event)."""
-    if not path.is_file():
-        return False
     row = _first_line(path)
     spec = row.get("spec") if row else None
     return isinstance(spec, dict) and "eval_name" in spec
@@ -56,7 +54,7 @@ def is_event_line(row: dict) -> bool:
 
 
 def _logs(path: Path) -> list[Path]:
-    return [path] if is_log(path) else files_below(path, is_log) if path.is_dir() else []
+    return matching_files(path, is_log)
 
 
 def looks_like(path: Path) -> bool:

@@ -26,7 +26,7 @@ from .jsonio import expect, load_json
 from .options import ReadOptions
 from .names import question_hash
 from .records import InstanceRecord, ParsedRun, PredictionRecord, Reference, RunRecord
-from .walk import files_below
+from .walk import matching_files
 
 FORMAT = "promptfoo"
 HEAD_BYTES = 4096
@@ -35,8 +35,6 @@ FAILURE_ERROR = 2  # promptfoo's ResultFailureReason.ERROR (1 is ASSERT)
 
 def is_export(path: Path) -> bool:
     """A JSON object that starts with promptfoo's `evalId` and holds `results`."""
-    if not path.is_file():
-        return False
     try:
         with path.open("rb") as handle:
             head = handle.read(HEAD_BYTES).decode("utf-8", errors="replace")
@@ -46,7 +44,7 @@ def is_export(path: Path) -> bool:
 
 
 def _exports(path: Path) -> list[Path]:
-    return [path] if is_export(path) else files_below(path, is_export) if path.is_dir() else []
+    return matching_files(path, is_export)
 
 
 def looks_like(path: Path) -> bool:

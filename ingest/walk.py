@@ -66,6 +66,14 @@ def files_below(path: Path, wanted: Callable[[Path], bool]) -> list[Path]:
     return found
 
 
+def matching_files(path: Path, wanted: Callable[[Path], bool]) -> list[Path]:
+    """`path` itself when it is a file `wanted` claims, else the files below it that it claims
+    (none for a file it does not)."""
+    if path.is_dir():
+        return files_below(path, wanted)
+    return [path] if path.is_file() and wanted(path) else []
+
+
 def helm_runs_below(path: Path, limit: int | None = None) -> list[Path]:
     """HELM run folders at or below `path` (a run, a suite, runs/, benchmark_output/ or any
     folder holding those), in a stable order."""
