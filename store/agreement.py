@@ -52,27 +52,28 @@ def labelled_by_both(con: duckdb.DuckDBPyConnection, analyst: str, against: str,
     no label), else the category another analyst `against` gave the same failure."""
     where, params = _filter_sql(models, datasets)
     if against == "reviews":
+        # a review is of a question's label, whatever the trial
         reference = """
-            SELECT run_id, instance_id, NULL AS train_trial_index, category FROM reviews
-            WHERE analyst = ?
+            SELECT run_id, instance_id, category FROM reviews WHERE analyst = ?
             QUALIFY row_number() OVER (
                 PARTITION BY run_id, instance_id ORDER BY created_at DESC, review_id DESC) = 1
                 AND action IN ('confirm', 'relabel') AND coalesce(category, '') <> ''"""
+        same = "ref.run_id = l.run_id AND ref.instance_id = l.instance_id"
         reference_params = [analyst]
     else:
         reference = """
             SELECT run_id, instance_id, train_trial_index, category FROM failures
             WHERE analyst = ? AND category IS NOT NULL"""
+        same = ("ref.run_id = l.run_id AND ref.instance_id = l.instance_id"
+                " AND ref.train_trial_index = l.train_trial_index")
         reference_params = [against]
     return con.execute(
-        f"""WITH labelled AS ({_LABELLED}), reference AS ({reference})
+        f"""WITH labelled AS (SELECT * FROM ({_LABELLED}) WHERE true {where}),
+            reference AS ({reference})
             SELECT l.dataset, l.instance_id, l.model, l.category, ref.category AS reference
-            FROM labelled l
-            JOIN reference ref ON ref.run_id = l.run_id AND ref.instance_id = l.instance_id
-             AND coalesce(ref.train_trial_index = l.train_trial_index, true)
-            WHERE true {where.replace(" AND ", " AND l.")}
+            FROM labelled l JOIN reference ref ON {same}
             ORDER BY l.dataset, l.instance_id, l.model, l.run_id, l.train_trial_index""",
-        [analyst, *reference_params, *params],
+        [analyst, *params, *reference_params],
     ).fetchall()
 
 

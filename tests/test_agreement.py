@@ -53,6 +53,9 @@ def test_agreement_matches_scikit_learn(tmp_db):
     low, high = report.kappa_ci
     assert low < report.kappa < high and 0 < high - low < 0.6
     assert len(report.disagreements) == sum(a != h for a, h in zip(ANALYST, HUMAN))
+    m2 = [i for i in range(30) if i % 2]  # the questions model m2 answered
+    assert agreement(tmp_db, "offline", models=["m2"]).kappa == pytest.approx(
+        cohen_kappa_score([HUMAN[i] for i in m2], [ANALYST[i] for i in m2]))
 
 
 def test_cli_json_has_exactly_the_documented_keys(tmp_db):
@@ -123,6 +126,8 @@ def test_gold_file_and_another_analyst(tmp_db, tmp_path):
     other = agreement(tmp_db, "offline", against="openai/gpt-4o-mini")
     assert other.n == 30 and other.against == "openai/gpt-4o-mini"
     assert other.kappa == pytest.approx(cohen_kappa_score(HUMAN, ANALYST))
+    # the shared model filter narrows both sides: m1 answered every other question
+    assert agreement(tmp_db, "offline", against="openai/gpt-4o-mini", models=["m1"]).n == 15
     bad = tmp_path / "bad.csv"
     bad.write_text("dataset,instance_id,category\nd,q1,Refusal\n", encoding="utf-8")
     with pytest.raises(AgreementError, match="bad.csv: the gold file lacks the column"):
