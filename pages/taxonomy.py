@@ -42,8 +42,9 @@ by_category = tree.pivot(on="model", index="category", values="count", aggregate
 st.caption("Classified failures per category and model.")
 st.dataframe(by_category.fill_null(0), hide_index=True, column_config={"category": "Category"})
 
-warn_unknown("category", "category", sorted(set(tree["category"])))
-category = st.selectbox("Category", sorted(set(tree["category"])), index=None, key="category",
+categories = sorted(set(tree["category"]))
+warn_unknown("category", "category", categories)
+category = st.selectbox("Category", categories, index=None, key="category",
                         bind="query-params", placeholder="pick a category to see its error titles")
 if category:
     titles = tree.filter(tree["category"] == category).pivot(

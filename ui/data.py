@@ -1,6 +1,6 @@
 """How pages read the store: through a cache keyed on the store's data version.
 
-No page holds a connection across reruns: a cache miss runs one query function on a read-only
+No page holds a connection of its own: a cache miss runs one query function on a read-only
 connection that lingers for READ_LINGER_S after its last query (store/db.py), so the queries of
 one page share it, and lets go at once when a CLI announces that it wants to write. The cache key
 includes `store.data_version`, which changes whenever a writer commits, so new data shows up on
