@@ -5,7 +5,8 @@ from .export import ExportSummary, export_eee
 from .load import IngestSummary, ingest_paths
 from .options import ReadOptions
 from .passfail import PassConfig
-from .records import RECORD_SCHEMA_VERSION, InstanceRecord, ParsedRun, PredictionRecord, RunRecord, Skipped
+from .records import (RECORD_SCHEMA_VERSION, InstanceRecord, JudgeNote, ParsedRun, PredictionRecord, RunRecord,
+                      Skipped)
 from .registry import FORMATS, READERS
 
 __all__ = [
@@ -16,6 +17,7 @@ __all__ = [
     "IngestError",
     "IngestSummary",
     "InstanceRecord",
+    "JudgeNote",
     "ParsedRun",
     "PassConfig",
     "PredictionRecord",

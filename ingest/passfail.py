@@ -55,7 +55,7 @@ _PERCENT = MetricInfo(0.0, 100.0)
 _JURY = MetricInfo(1.0, 5.0)
 _ERROR = MetricInfo(None, None, lower_is_better=True)
 
-# The shipped registry (README "How verdicts are decided" lists it). Names are matched
+# The shipped registry (docs/verdicts.md lists it). Names are matched
 # case-insensitively, without an lm-eval `,filter` or a HELM `@sub_split` suffix.
 METRICS: dict[str, MetricInfo] = {
     **dict.fromkeys((

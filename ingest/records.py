@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .passfail import PassRule
 
-RECORD_SCHEMA_VERSION = 1
+RECORD_SCHEMA_VERSION = 2
 
 
 class _Record(BaseModel):
@@ -21,6 +21,16 @@ class _Record(BaseModel):
 class Reference(_Record):
     text: str
     correct: bool
+
+
+class JudgeNote(_Record):
+    """What a judge said about one prediction, in its own words: an LLM jury member per criterion
+    (HELM annotations), a scorer's explanation (Inspect), an assertion's reason (promptfoo)."""
+
+    judge: str | None = Field(None, description="who judged: annotator / scorer / assertion type")
+    criterion: str | None = Field(None, description="what was judged (e.g. 'accuracy', 'completeness')")
+    score: float | str | None = Field(None, description="the judge's own score, as it gave it")
+    explanation: str | None = Field(None, description="the judge's written reason")
 
 
 class InstanceRecord(_Record):
@@ -34,6 +44,7 @@ class InstanceRecord(_Record):
     refs: list[Reference] = []
     choices: dict[str, str] | None = None
     question_hash: str | None = Field(None, description="hash of the normalized question text (choices only when carried), for pairing across harnesses whose ids differ")
+    prompt_text: str | None = Field(None, description="the prompt exactly as the model saw it (instructions, examples, question), when the log has it")
 
 
 class PredictionRecord(_Record):
@@ -49,6 +60,10 @@ class PredictionRecord(_Record):
     infra_error: bool = False
     error_message: str | None = None
     output_kind: str | None = Field(None, description="NULL: text the model generated; 'chosen option': a loglikelihood task's preferred choice; 'loglikelihood': a single-continuation loglikelihood verdict (no generated text)")
+    judge_notes: list[JudgeNote] | None = Field(None, description="the judges' own words about this prediction")
+    finish_reason: str | None = Field(None, description="why generation stopped, as the log gives it ('length': cut at max_tokens)")
+    output_tokens: int | None = Field(None, description="tokens the model generated, when logged")
+    verdict_note: str | None = Field(None, description="why this verdict is not the usual reading (e.g. a request the provider blocked that the harness still scored)")
 
 
 class RunRecord(_Record):
@@ -82,6 +97,8 @@ class RunRecord(_Record):
     harness_agrees: bool | None = Field(None, description="Faultline's recomputed rate equals harness_value (NULL: the log has no aggregate)")
     harness_note: str | None = Field(None, description="how and why the recomputed rate differs, or how it was checked")
     status: str = Field("complete", description="complete, or the log's own word for an unfinished run (cancelled, error, started)")
+    instructions: str | None = Field(None, description="the task's instructions as the harness gave them for every instance (HELM instructions and prefixes, a system message)")
+    max_tokens: int | None = Field(None, description="the generation limit the harness set")
     record_schema_version: int = RECORD_SCHEMA_VERSION
 
 

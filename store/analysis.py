@@ -176,7 +176,7 @@ class Batch:
 
     cache: list[tuple] = field(default_factory=list)  # (cache_key, model, prompt_version, response_text, prompt_tokens, completion_tokens)
     calls: list[tuple] = field(default_factory=list)  # (cache_key, model, purpose, status, http_status, error, prompt_tokens, completion_tokens, cost_usd, latency_ms, created_at)
-    analyses: list[tuple] = field(default_factory=list)  # (run_id, instance_id, train_trial_index, analyst, prompt_version, pair_hash, error_title, error_summary, required_criteria_json, cache_key)
+    analyses: list[tuple] = field(default_factory=list)  # ANALYSIS_COLUMNS, in that order
     classifications: list[tuple] = field(default_factory=list)  # (error_title, taxonomy_version, classifier, category, is_fallback, cache_key)
 
     def extend(self, other: "Batch") -> None:
@@ -187,6 +187,17 @@ class Batch:
 
     def __bool__(self) -> bool:
         return bool(self.cache or self.calls or self.analyses or self.classifications)
+
+
+# An analysis row as `Batch.analyses` holds it; `no_model_error` is NULL for a model error, else
+# why the failure is not the model's fault; `context_note` says what was cut to fit the analyst's
+# context (NULL: nothing). `created_at` is added when the batch is written.
+ANALYSIS_COLUMNS = (
+    "run_id", "instance_id", "train_trial_index", "analyst", "prompt_version", "pair_hash",
+    "error_title", "error_summary", "required_criteria", "cache_key", "no_model_error", "context_note",
+)
+# The label of an analysis that found no model error: outside every taxonomy, never an error type.
+NO_MODEL_ERROR = "No Model Error"
 
 
 def _insert(con: duckdb.DuckDBPyConnection, head: str, rows: list[tuple], tail: str = "") -> None:
@@ -256,7 +267,8 @@ def _insert_batch(con: duckdb.DuckDBPyConnection, batch: Batch, ts: datetime) ->
                prompt_tokens, completion_tokens, cost_usd, latency_ms, created_at)""",
         batch.calls,
     )
-    _insert(con, "INSERT INTO analyses", [(*row, ts) for row in batch.analyses])
+    _insert(con, f"INSERT INTO analyses ({', '.join(ANALYSIS_COLUMNS)}, created_at)",
+            [(*row, ts) for row in batch.analyses])
     _insert(con, "INSERT INTO classifications", [(*row, ts) for row in batch.classifications])
     if batch.analyses or batch.classifications:
         refresh_labels(con, [row[:4] for row in batch.analyses], [row[0] for row in batch.classifications])
@@ -264,10 +276,12 @@ def _insert_batch(con: duckdb.DuckDBPyConnection, batch: Batch, ts: datetime) ->
 
 # The label rule: per analysed prediction and analyst, its latest analysis, and the classification
 # of that analysis's title by the analyst's own classifier (the offline analyst: an offline
-# classifier) when there is one, else the title's latest classification. `{keys}` narrows the
-# analyses to the (run_id, instance_id, train_trial_index, analyst) keys being refreshed.
+# classifier) when there is one, else the title's latest classification. An analysis that found
+# no model error is labelled NO_MODEL_ERROR whatever its title's classification. `{keys}` narrows
+# the analyses to the (run_id, instance_id, train_trial_index, analyst) keys being refreshed.
 _LABELS = """
-    INSERT INTO failure_labels
+    INSERT INTO failure_labels (run_id, instance_id, train_trial_index, analyst, error_title,
+        error_summary, analysed_at, category, taxonomy_version, classifier, no_model_error)
     SELECT * FROM (
         WITH latest_analysis AS (
             SELECT a.* FROM analyses a {keys}
@@ -286,8 +300,9 @@ _LABELS = """
                          c.created_at DESC) = 1
         )
         SELECT a.run_id, a.instance_id, a.train_trial_index, a.analyst, a.error_title,
-               a.error_summary, a.created_at AS analysed_at, t.category, t.taxonomy_version,
-               t.classifier
+               a.error_summary, a.created_at AS analysed_at,
+               CASE WHEN a.no_model_error IS NULL THEN t.category ELSE '""" + NO_MODEL_ERROR + """' END,
+               t.taxonomy_version, t.classifier, a.no_model_error
         FROM latest_analysis a
         LEFT JOIN title_class t ON t.error_title = a.error_title AND t.analyst = a.analyst
     )

@@ -1,7 +1,7 @@
 """Schema changes as named, ordered migrations, recorded in `schema_migrations`.
 
-Append new migrations at the end; never edit one that has shipped. The README documents the
-resulting schema and tests/test_readme_schema.py keeps the two in step.
+Append new migrations at the end; never edit one that has shipped. docs/store.md documents
+the resulting schema and tests/test_docs_schema.py keeps the two in step.
 """
 
 from __future__ import annotations
@@ -325,6 +325,26 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE TABLE failure_labels_kept AS SELECT * FROM failure_labels;
         DROP VIEW failure_labels;
         ALTER TABLE failure_labels_kept RENAME TO failure_labels;
+        """,
+    ),
+    (
+        "009_evidence_and_no_model_error",
+        # What the harness knew about each prediction, kept for the analyst and the instance view:
+        # the task's instructions and generation limit (per run), the prompt as the model saw it
+        # (per instance), the judge's own words, why generation stopped and why a verdict is
+        # special (per prediction). An analysis may find that a failure is not the model's fault
+        # (`no_model_error` holds why); its label is then `No Model Error`, outside the taxonomy.
+        """
+        ALTER TABLE runs ADD COLUMN instructions VARCHAR;
+        ALTER TABLE runs ADD COLUMN max_tokens INTEGER;
+        ALTER TABLE instances ADD COLUMN prompt_text VARCHAR;
+        ALTER TABLE predictions ADD COLUMN judge_notes JSON;
+        ALTER TABLE predictions ADD COLUMN finish_reason VARCHAR;
+        ALTER TABLE predictions ADD COLUMN output_tokens INTEGER;
+        ALTER TABLE predictions ADD COLUMN verdict_note VARCHAR;
+        ALTER TABLE analyses ADD COLUMN no_model_error VARCHAR;
+        ALTER TABLE analyses ADD COLUMN context_note VARCHAR;
+        ALTER TABLE failure_labels ADD COLUMN no_model_error VARCHAR;
         """,
     ),
 ]

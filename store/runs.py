@@ -26,11 +26,12 @@ if TYPE_CHECKING:
 
 _INSTANCE_COLUMNS = (
     "run_id", "instance_id", "raw_instance_id", "split", "sub_split", "perturbation",
-    "input_text", "input_messages", "refs", "choices", "question_hash",
+    "input_text", "input_messages", "refs", "choices", "question_hash", "prompt_text",
 )
 _PREDICTION_COLUMNS = (
     "run_id", "instance_id", "train_trial_index", "output_text", "mapped_output", "thinking_text",
     "metrics", "annotations", "score", "is_correct", "infra_error", "error_message", "output_kind",
+    "judge_notes", "finish_reason", "output_tokens", "verdict_note",
 )
 _RUN_COLUMNS = (
     "run_id", "source_format", "source_path", "content_hash", "suite", "run_name", "model",
@@ -38,7 +39,8 @@ _RUN_COLUMNS = (
     "main_metric", "main_metric_source", "metric_max", "lower_is_better", "pass_threshold",
     "n_predictions", "n_failures", "n_infra_errors", "record_schema_version", "status",
     "dataset_raw", "scale_source", "main_split", "variant", "settings", "harness_metric",
-    "harness_split", "harness_value", "harness_n", "harness_agrees", "harness_note", "ingested_at",
+    "harness_split", "harness_value", "harness_n", "harness_agrees", "harness_note", "instructions",
+    "max_tokens", "ingested_at",
 )
 
 
@@ -101,6 +103,7 @@ def stage_run(parsed: "ParsedRun") -> StagedRun:
             ),
             "choices": pa.array([_json(i.choices) for i in parsed.instances], pa.string()),
             "question_hash": pa.array([i.question_hash for i in parsed.instances], pa.string()),
+            "prompt_text": pa.array([i.prompt_text for i in parsed.instances], pa.string()),
         }
     )
     preds = parsed.predictions
@@ -119,6 +122,14 @@ def stage_run(parsed: "ParsedRun") -> StagedRun:
             "infra_error": pa.array([p.infra_error for p in preds], pa.bool_()),
             "error_message": pa.array([p.error_message for p in preds], pa.string()),
             "output_kind": pa.array([p.output_kind for p in preds], pa.string()),
+            "judge_notes": pa.array(
+                [None if p.judge_notes is None else orjson.dumps([n.model_dump() for n in p.judge_notes]).decode()
+                 for p in preds],
+                pa.string(),
+            ),
+            "finish_reason": pa.array([p.finish_reason for p in preds], pa.string()),
+            "output_tokens": pa.array([p.output_tokens for p in preds], pa.int32()),
+            "verdict_note": pa.array([p.verdict_note for p in preds], pa.string()),
         }
     )
     return StagedRun(

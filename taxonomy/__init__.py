@@ -15,7 +15,8 @@ Public API:
 
 from .agreement import AgreementError
 from .analyze import Summary, analyze, classify_titles
-from .catalog import BUILTIN_VERSION, HARD, OTHER, Taxonomy, TaxonomyError, load_taxonomy
+from .catalog import (BUILTIN_VERSION, HARD, NO_ERROR, NOT_ERROR_TYPES, OTHER, Taxonomy, TaxonomyError,
+                      load_taxonomy)
 from .discover import DiscoveryError, adopt, cluster_titles
 
 __all__ = [
@@ -23,6 +24,8 @@ __all__ = [
     "BUILTIN_VERSION",
     "DiscoveryError",
     "HARD",
+    "NO_ERROR",
+    "NOT_ERROR_TYPES",
     "OTHER",
     "Summary",
     "Taxonomy",

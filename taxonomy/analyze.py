@@ -124,8 +124,11 @@ def _bar(total: int, desc: str, unit: str, enabled: bool):
     return tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, disable=not enabled, dynamic_ncols=True)
 
 
-def _analysis_row(f: dict, analyst: str, prompt_version: str, ph: str, title: str, summary: str, criteria: str | None, key: str | None) -> tuple:
-    return (f["run_id"], f["instance_id"], f["train_trial_index"], analyst, prompt_version, ph, title, summary, criteria, key)
+def _analysis_row(f: dict, analyst: str, prompt_version: str, ph: str, title: str, summary: str, criteria: str | None,
+                  key: str | None, no_model_error: str | None = None, context_note: str | None = None) -> tuple:
+    """A row of ANALYSIS_COLUMNS."""
+    return (f["run_id"], f["instance_id"], f["train_trial_index"], analyst, prompt_version, ph, title, summary, criteria,
+            key, no_model_error, context_note)
 
 
 def analyze(

@@ -9,11 +9,15 @@ from pathlib import Path
 import yaml
 
 from store import FaultlineError
+from store.analysis import NO_MODEL_ERROR
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 BUILTIN_VERSION = "erroratlas-v1"
 OTHER = "Other"
 HARD = "Hard to Analyze"
+NO_ERROR = NO_MODEL_ERROR  # an analysis that found the failure is not the model's fault
+# Labels that are not error types: counted and shown apart, never tested as a model's error type.
+NOT_ERROR_TYPES = (OTHER, HARD, NO_ERROR)
 
 
 class TaxonomyError(FaultlineError):

@@ -19,7 +19,7 @@ from taxonomy import load_taxonomy
 from taxonomy.discover import DiscoveryError, adopt, cluster_titles, discover
 
 SETS = yaml.safe_load((Path(__file__).resolve().parent / "data" / "discover_sets.yaml").read_text(encoding="utf-8"))
-# measured ARI per set (see README); the floors leave room for harmless changes, not for regressions
+# measured ARI per set (see docs/analysis.md); the floors leave room for harmless changes, not for regressions
 ARI_FLOOR = {"llm_error_titles": 0.6, "software_bugs": 0.9, "customer_support": 0.5, "clinical_notes": 0.5}
 
 TRANSLATED = ["Translates the proper names into English", "Translated names of people into English",

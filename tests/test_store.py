@@ -107,7 +107,9 @@ def test_failures_take_the_classification_of_their_own_analysts_classifier(safet
             (run_id, instance_id, 0, "offline", "offline-v1", "h", "Refuses a safe request", "s", "[]", None, "2026-01-01 00:00:01"),
             (run_id, instance_id, 0, "openai/m", "stage1-v1", "h", "Refuses a safe request", "s", "[]", None, "2026-01-01 00:00:02"),
         ]
-        con.executemany("INSERT INTO analyses VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        con.executemany("INSERT INTO analyses (run_id, instance_id, train_trial_index, analyst, prompt_version,"
+                        " pair_hash, error_title, error_summary, required_criteria, cache_key, created_at)"
+                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
         classes = [
             ("Refuses a safe request", "erroratlas-v1", "offline/clf@1", "Refusal", False, None, "2026-01-01 00:00:03"),
             ("Refuses a safe request", "erroratlas-v1", "openai/m", "Policy Violation", False, None, "2026-01-01 00:00:04"),
@@ -192,8 +194,8 @@ def test_labels_kept_at_write_time_equal_the_rule_recomputed(tmp_db):
     seed(tmp_db, [dict(model="m", dataset="d", instance_id=f"q{i}", is_correct=False) for i in range(6)])
     run = "r1:m:d:None"
 
-    def analysis(i, analyst, title):
-        return (run, f"q{i}", 0, analyst, "p1", "h", title, f"why {title}", "[]", None)
+    def analysis(i, analyst, title, no_model_error=None):
+        return (run, f"q{i}", 0, analyst, "p1", "h", title, f"why {title}", "[]", None, no_model_error, None)
 
     def labels(con):
         return con.execute("SELECT * EXCLUDE (analysed_at) FROM failure_labels ORDER BY ALL").fetchall()
@@ -208,6 +210,8 @@ def test_labels_kept_at_write_time_equal_the_rule_recomputed(tmp_db):
         # classifier of t0
         Batch(analyses=[analysis(0, "llm", "t9"), analysis(1, "offline", "t0")],
               classifications=[("t0", "v1", "offline/clf@1", "Formatting Error", False, None)]),
+        # q4's new analysis finds no model error: its label is No Model Error, whatever t1 is filed under
+        Batch(analyses=[analysis(4, "llm", "t1", "the output matches a reference once normalised")]),
     ]
     for batch in batches:
         with write_session(tmp_db) as con:
@@ -225,7 +229,7 @@ def test_labels_kept_at_write_time_equal_the_rule_recomputed(tmp_db):
         ("q1", "offline", "t0", "Formatting Error", "offline/clf@1"),
         ("q2", "llm", "t2", None, None),
         ("q3", "llm", "t0", "Factual Error", "llm"),
-        ("q4", "llm", "t1", "Reasoning Error", "other"),
+        ("q4", "llm", "t1", "No Model Error", "other"),
         ("q5", "llm", "t2", None, None),
     ]
 
@@ -245,7 +249,7 @@ def test_a_store_from_before_008_keeps_its_labels(tmp_db):
         pass
     assert before == [("r", "q1", 0, "offline", "new title", "s", datetime(2026, 1, 2),
                        "Refusal", "v1", "offline/clf")]
-    assert q(tmp_db, "SELECT * FROM failure_labels") == before
+    assert q(tmp_db, "SELECT * EXCLUDE (no_model_error) FROM failure_labels") == before
     assert q(tmp_db, "SELECT table_type FROM information_schema.tables WHERE table_name = 'failure_labels'") == [("BASE TABLE",)]
 
 

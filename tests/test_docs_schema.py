@@ -1,4 +1,4 @@
-"""The README documents every table and view of the store, column for column."""
+"""docs/store.md documents every table and view of the store, column for column."""
 
 from __future__ import annotations
 
@@ -9,24 +9,24 @@ import duckdb
 from conftest import ROOT
 from store import write_session
 
-HEADING = re.compile(r"^### `(\w+)` \((table|view)\)\s*$")
+HEADING = re.compile(r"^## `(\w+)` \((table|view)\)\s*$")
 ROW = re.compile(r"^\| `(\w+)` \| (\w+) \|")
 
 
 def documented() -> dict[str, dict[str, str]]:
     tables: dict[str, dict[str, str]] = {}
     current = None
-    for line in (ROOT / "README.md").read_text().splitlines():
+    for line in (ROOT / "docs" / "store.md").read_text().splitlines():
         if m := HEADING.match(line):
             current = tables.setdefault(m.group(1), {})
         elif current is not None and (m := ROW.match(line)):
             current[m.group(1)] = m.group(2)
-        elif line.startswith("## "):
+        elif line.startswith("# "):
             current = None
     return tables
 
 
-def test_readme_matches_schema(tmp_db):
+def test_store_docs_match_schema(tmp_db):
     with write_session(tmp_db):
         pass
     con = duckdb.connect(str(tmp_db), read_only=True)

@@ -1,0 +1,51 @@
+"""Every flag of every command is documented on its reference page in docs/, and the README's links
+to the reference pages lead somewhere."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from conftest import ROOT, run_module
+
+# each command and the reference pages that document it
+COMMANDS = {
+    ("ingest",): ("ingest.md", "verdicts.md"),
+    ("ingest", "export"): ("ingest.md",),
+    ("taxonomy", "analyze"): ("analysis.md",),
+    ("taxonomy", "classify"): ("analysis.md",),
+    ("taxonomy", "agreement"): ("analysis.md",),
+    ("taxonomy", "discover"): ("analysis.md",),
+    ("stats", "accuracy"): ("stats.md",),
+    ("stats", "compare"): ("stats.md",),
+    ("stats", "report"): ("stats.md",),
+}
+DOCS = ROOT / "docs"
+LINK = re.compile(r"\]\(([^)#\s]+\.md)(?:#[^)]*)?\)")
+
+
+def flags(*command: str) -> set[str]:
+    out = run_module(*command, "--help", timeout=120)
+    assert out.returncode == 0, out.stderr
+    return set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]+)", out.stdout)) - {"--help"}
+
+
+@pytest.mark.parametrize("command", list(COMMANDS), ids=" ".join)
+def test_every_flag_is_on_its_reference_page(command):
+    pages = "\n".join((DOCS / name).read_text() for name in COMMANDS[command])
+    missing = sorted(f for f in flags(*command) if f not in pages)
+    assert missing == [], f"python -m {' '.join(command)}: flags not documented in {COMMANDS[command]}: {missing}"
+
+
+def test_links_between_readme_and_docs_lead_to_files():
+    sources = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
+    broken = [
+        f"{src.relative_to(ROOT)} → {target}"
+        for src in sources
+        for target in LINK.findall(src.read_text())
+        if not (src.parent / target).is_file()
+    ]
+    assert broken == []
+    linked = set(LINK.findall((ROOT / "README.md").read_text()))
+    assert {f"docs/{p.name}" for p in DOCS.glob("*.md")} <= linked, "every reference page is linked from the README"
