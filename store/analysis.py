@@ -33,7 +33,11 @@ def models_and_datasets(con: duckdb.DuckDBPyConnection) -> tuple[list[str], list
 _FAILURE_COLUMNS = (
     "run_id", "instance_id", "train_trial_index", "model", "dataset", "domain", "main_metric",
     "input_text", "input_messages", "refs", "choices", "output_text", "mapped_output", "score",
+    # the evidence the harness kept (migration 009) and the rule that made this a failure
+    "instructions", "max_tokens", "prompt_text", "judge_notes", "finish_reason", "output_tokens",
+    "verdict_note", "output_kind", "metric_max", "lower_is_better", "pass_threshold", "scale_source",
 )
+_JSON_FAILURE_COLUMNS = ("input_messages", "refs", "choices", "judge_notes")
 
 
 def failures(
@@ -51,7 +55,10 @@ def failures(
         f"""
         SELECT p.run_id, p.instance_id, p.train_trial_index, r.model, r.dataset, r.domain,
                r.main_metric, i.input_text, i.input_messages, i.refs, i.choices, p.output_text,
-               p.mapped_output, p.score
+               p.mapped_output, p.score,
+               r.instructions, r.max_tokens, i.prompt_text, p.judge_notes, p.finish_reason,
+               p.output_tokens, p.verdict_note, p.output_kind, r.metric_max, r.lower_is_better,
+               r.pass_threshold, r.scale_source
         FROM predictions p
         JOIN runs r USING (run_id)
         JOIN instances i ON i.run_id = p.run_id AND i.instance_id = p.instance_id
@@ -65,7 +72,7 @@ def failures(
     out = []
     for row in rows:
         rec = dict(zip(_FAILURE_COLUMNS, row))
-        for key in ("input_messages", "refs", "choices"):
+        for key in _JSON_FAILURE_COLUMNS:
             rec[key] = json.loads(rec[key]) if rec[key] else None
         out.append(rec)
     return out
