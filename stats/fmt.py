@@ -1,0 +1,92 @@
+"""One number style for every page, table, CLI line and the report: percentages to one decimal,
+p-values to two significant digits (never a bare 0), counts with thousands separators, intervals
+no more precise than their sample allows, plain words and right plurals.
+
+Plain Python (no Streamlit), so the CLI and the static report use the very same functions as the
+dashboard.
+"""
+
+from __future__ import annotations
+
+import math
+
+# d3 formats for charts (Vega-Lite), matching `pct` and `count` below
+D3_PERCENT = ".1%"
+D3_COUNT = ",d"
+# the smallest p a float can hold is ~5e-324; a p-value that underflowed to 0 is "below 1e-300"
+P_FLOOR = "< 1e-300"
+
+
+def _missing(v) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def count(n) -> str:
+    """1,600 — or "–" when unknown."""
+    return "–" if _missing(n) else f"{int(n):,}"
+
+
+def pct(v, decimals: int = 1) -> str:
+    """54.5% (one decimal); a share that is not 0 never reads "0.0%", nor one below 1 "100.0%"."""
+    if _missing(v):
+        return "–"
+    step = 10 ** -(decimals + 2)
+    if 0 < v < step / 2:
+        return f"< {step:.{decimals}%}"
+    if 1 - step / 2 < v < 1:
+        return f"> {1 - step:.{decimals}%}"
+    return f"{v:.{decimals}%}"
+
+
+def signed_pct(v, decimals: int = 1) -> str:
+    """+12.5 pp style differences of shares, as signed percentages: +12.5%, −3.0%."""
+    if _missing(v):
+        return "–"
+    text = f"{abs(v):.{decimals}%}"
+    return ("+" if v > 0 else "−" if v < 0 else "±") + text
+
+
+def interval_decimals(n: int) -> int:
+    """Decimals worth printing on a 95% interval of a rate over n: below 100 questions a tenth
+    of a percent is noise (the interval is tens of points wide), so whole percentages."""
+    return 1 if n >= 100 else 0
+
+
+def interval(low, high, n: int) -> str:
+    """A 95% interval as "47.2–61.7%" (whole percentages when n < 100)."""
+    if _missing(low) or _missing(high):
+        return "–"
+    d = interval_decimals(n)
+    return f"{low * 100:.{d}f}–{high * 100:.{d}f}%"
+
+
+def p_value(v) -> str:
+    """A p-value with two significant digits: 0.042, 0.31, 1, 9.0e-05 — never "0"."""
+    if _missing(v):
+        return "–"
+    if v == 0:
+        return P_FLOOR
+    if v >= 0.995:
+        return "1"
+    if v < 1e-3:
+        return f"{v:.1e}"  # 9.0e-05: the second digit kept even when it is 0
+    return f"{v:.2g}"
+
+
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """"1 question", "2 questions", "1,018 questions"."""
+    return f"{n:,} {one if n == 1 else (many or one + 's')}"
+
+
+def times(n: int) -> str:
+    """"once", "twice", "3 times"."""
+    return {1: "once", 2: "twice"}.get(n, f"{n:,} times")
+
+
+def yes_no(v) -> str:
+    """Plain words for a flag: "yes", "no", or "–" when unknown."""
+    if v is None:
+        return "–"
+    if isinstance(v, str):
+        v = v.strip().lower() in ("true", "yes", "1", "y")
+    return "yes" if v else "no"
