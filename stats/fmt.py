@@ -90,3 +90,48 @@ def yes_no(v) -> str:
     if isinstance(v, str):
         v = v.strip().lower() in ("true", "yes", "1", "y")
     return "yes" if v else "no"
+
+
+def _parsed(value):
+    import json
+
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return None
+    return value
+
+
+def option_letter(output: str | None, choices) -> str | None:
+    """The option a multiple-choice output names ("C", " c.", "(C)"), when `choices` has it."""
+    choices = _parsed(choices)
+    if not isinstance(choices, dict) or not output:
+        return None
+    key = output.strip().strip("().:").strip()
+    for k in choices:
+        if str(k).strip().lower() == key.lower():
+            return str(k)
+    return None
+
+
+def chosen(output: str | None, mapped_output: str | None, choices) -> str | None:
+    """A multiple-choice answer as letter and text, "C · The hypothalamus"; None when the output
+    is not an option letter (free text speaks for itself)."""
+    letter = option_letter(output, choices)
+    if letter is None:
+        return f"{(output or '').strip()} · {mapped_output}" if mapped_output and output else None
+    text = _parsed(choices).get(letter) or mapped_output or ""
+    return f"{letter} · {text}" if text else letter
+
+
+def gold(refs, choices=None) -> str:
+    """The correct reference(s), with their option letter for multiple choice: "D · The cerebellum"."""
+    refs, choices = _parsed(refs), _parsed(choices)
+    items = [r for r in refs if isinstance(r, dict) and r.get("correct")] if isinstance(refs, list) else []
+    letters = {str(v): str(k) for k, v in choices.items()} if isinstance(choices, dict) else {}
+    out = []
+    for r in items:
+        text = str(r.get("text", ""))
+        out.append(f"{letters[text]} · {text}" if text in letters else text)
+    return "; ".join(out)

@@ -235,6 +235,32 @@ def category_counts(con, analyst: str, models=None, datasets=None, domains=None,
     )
 
 
+def shared_questions(con, models=None, datasets=None, domains=None,
+                     split: str = MAIN_SPLIT) -> pl.DataFrame:
+    """How many questions each pair of models both answered (paired by dataset and question id):
+    columns a, b (a < b), shared; most shared first, then by name.
+
+    Counted from the sets of models that answered each question: one pass over the outcomes and
+    a handful of distinct sets, never a self-join of every model's outcomes.
+    """
+    cte, params = _latest_cte(models, datasets, domains, split=split)
+    sets = con.execute(
+        f"""{cte}
+        SELECT answered, count(*) FROM (
+            SELECT list(DISTINCT model ORDER BY model) AS answered FROM latest GROUP BY dataset, instance_id)
+        WHERE len(answered) > 1 GROUP BY answered
+        """,
+        params,
+    ).fetchall()
+    shared: dict[tuple[str, str], int] = {}
+    for answered, n in sets:
+        for i, a in enumerate(answered):
+            for b in answered[i + 1:]:
+                shared[(a, b)] = shared.get((a, b), 0) + n
+    rows = sorted(((a, b, n) for (a, b), n in shared.items()), key=lambda r: (-r[2], r[0], r[1]))
+    return pl.DataFrame(rows, schema={"a": pl.String, "b": pl.String, "shared": pl.Int64}, orient="row")
+
+
 # the analyst's label of each side's failure in a pair `p` (two `?`: the analyst, twice)
 _PAIR_LABELS = """LEFT JOIN failure_labels la ON la.analyst = ? AND la.category IS NOT NULL
                                    AND la.run_id = p.a_run AND la.instance_id = p.instance_id
@@ -285,7 +311,8 @@ def discordant(con, a: str, b: str, analyst: str | None, datasets=None, domains=
             LIMIT ? OFFSET ?
         )
         SELECT p.which, p.dataset, p.domain, p.instance_id, p.b_instance_id, i.input_text, i.refs,
-               pa.output_text AS a_output, pb.output_text AS b_output,
+               i.choices, pa.output_text AS a_output, pa.mapped_output AS a_mapped,
+               pb.output_text AS b_output, pb.mapped_output AS b_mapped,
                coalesce(la.category, lb.category) AS category,
                coalesce(la.error_title, lb.error_title) AS error_title
         FROM picked p

@@ -21,7 +21,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.conftest import MMLU_SUITE, requires_fixtures, run_module
 from tests.seed_store import label_failures, seed
-from ui.columns import p_value
+from stats.fmt import p_value
 from ui.text import md
 
 ROOT = Path(__file__).resolve().parent.parent
