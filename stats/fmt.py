@@ -135,3 +135,22 @@ def gold(refs, choices=None) -> str:
         text = str(r.get("text", ""))
         out.append(f"{letters[text]} · {text}" if text in letters else text)
     return "; ".join(out)
+
+
+def number(v) -> str:
+    """A score as logged, without float noise: 1, 0.75, 3.5, 0.6667."""
+    if _missing(v):
+        return "–"
+    return f"{v:.4g}"
+
+
+def pass_rule(metric: str | None, threshold, metric_max, lower_is_better, scale_source) -> str:
+    """How a run's score became pass/fail: "pass when exact_match ≥ 0.7 (scale 0–1, from the registry)"."""
+    if not metric:
+        return "the log's own verdict"
+    if _missing(threshold):
+        return f"the log's verdict on {metric}"
+    op = "≤" if lower_is_better else "≥"
+    scale = f"scale 0–{number(metric_max)}" if not _missing(metric_max) else "scale unknown"
+    source = f", from the {scale_source}" if scale_source else ""
+    return f"pass when {metric} {op} {number(threshold)} ({scale}{source})"

@@ -164,6 +164,23 @@ def accuracy(con, models=None, datasets=None, domains=None, by: str | None = Non
     )
 
 
+def domain_accuracy(con, models=None, datasets=None, domains=None,
+                    split: str = MAIN_SPLIT) -> pl.DataFrame:
+    """Per model × dataset × domain: scored questions `n`, passed `correct`, and whether every
+    run behind it is a HELM run (`helm`): HELM's headline averages its runs (one per subject)."""
+    cte, params = _latest_cte(models, datasets, domains, split=split)
+    return _frame(
+        con,
+        f"""{cte}
+        SELECT o.model, o.dataset, o.domain, count(*) AS n, count(*) FILTER (WHERE o.is_correct) AS correct,
+               bool_and(r.source_format = 'helm') AS helm
+        FROM latest o JOIN runs r ON r.run_id = o.run_id
+        GROUP BY ALL ORDER BY ALL
+        """,
+        params,
+    )
+
+
 def analysts(con, models=None, datasets=None, domains=None, split: str = MAIN_SPLIT) -> pl.DataFrame:
     """Per analyst: analysed failures among the models' outcomes, how many have a category, and
     which classifiers assigned them; most analyses first."""
@@ -397,6 +414,37 @@ def instance_list(con, analyst: str | None, models=None, datasets=None, domains=
     )
 
 
+def instance_count(con, analyst: str | None, models=None, datasets=None, domains=None,
+                   category: str | None = None, outcome: str | None = None, text: str = "",
+                   split: str = MAIN_SPLIT) -> int:
+    """How many outcomes `instance_list` would list without its limit."""
+    cte, params = _latest_cte(models, datasets, domains, split=split)
+    where, extra = "", []
+    if outcome:
+        where += _OUTCOME_FILTERS[outcome]
+    if category:
+        where += " AND c.category = ?"
+        extra.append(category)
+    texts = ""
+    if text:
+        texts = """JOIN instances i ON i.run_id = o.run_id AND i.instance_id = o.instance_id
+        JOIN predictions p ON p.run_id = o.run_id AND p.instance_id = o.instance_id
+                          AND p.train_trial_index = o.train_trial_index"""
+        where += (" AND (contains(lower(i.input_text), ?) OR contains(lower(p.output_text), ?)"
+                  " OR contains(lower(o.instance_id), ?) OR contains(lower(c.error_title), ?))")
+        extra += [text.lower()] * 4
+    return con.execute(
+        f"""{cte}, classified AS ({_CLASSIFIED})
+        SELECT count(*) FROM latest o
+        LEFT JOIN classified c ON c.run_id = o.run_id AND c.instance_id = o.instance_id
+                              AND c.train_trial_index = o.train_trial_index
+        {texts}
+        WHERE true {where}
+        """,
+        [*params, analyst, *extra],
+    ).fetchall()[0][0]
+
+
 def instance_detail(con, dataset: str, instance_id: str, analyst: str | None,
                     models=None) -> list[dict]:
     """Everything about one question for each model that answered it (whatever its split):
@@ -424,8 +472,13 @@ def instance_detail(con, dataset: str, instance_id: str, analyst: str | None,
                i.choices, p.mapped_output, a.analyst, a.error_title, a.error_summary,
                a.required_criteria, c.category, c.taxonomy_version, c.classifier,
                r.action AS review_action, r.category AS review_category, r.note AS review_note,
-               r.reviewer, r.created_at AS reviewed_at
+               r.reviewer, r.created_at AS reviewed_at,
+               -- how the verdict was reached, and what the harness kept (migration 009)
+               run.main_metric, run.pass_threshold, run.metric_max, run.lower_is_better,
+               run.scale_source, p.verdict_note, p.judge_notes, p.finish_reason, p.output_tokens,
+               p.infra_error, run.max_tokens, run.instructions, i.prompt_text
         FROM latest o
+        JOIN runs run ON run.run_id = o.run_id
         JOIN instances i ON i.run_id = o.run_id AND i.instance_id = o.instance_id
         JOIN predictions p ON p.run_id = o.run_id AND p.instance_id = o.instance_id
                           AND p.train_trial_index = o.train_trial_index
@@ -441,7 +494,7 @@ def instance_detail(con, dataset: str, instance_id: str, analyst: str | None,
     out = []
     for values in rows.fetchall():
         row = dict(zip(columns, values))
-        for key in ("input_messages", "refs", "choices", "required_criteria"):
+        for key in ("input_messages", "refs", "choices", "required_criteria", "judge_notes"):
             if isinstance(row[key], str):
                 row[key] = json.loads(row[key])
         out.append(row)

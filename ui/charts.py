@@ -47,7 +47,7 @@ FINDINGS = {"larger in B": "#d62728", "larger in A": "#1f77b4", "not significant
             "too few to tell": "#c7c7c7"}
 
 MEASURES = {
-    "share": ("share of the model's classified failures", PERCENT),
+    "share": ("share of the model's failures with an error type", PERCENT),
     "count": ("failures in the category", ",d"),
     "per_100": ("failures per 100 questions answered", ".1f"),
 }
@@ -139,7 +139,7 @@ def accuracy(df: pl.DataFrame, dataset: str) -> alt.Chart:
                alt.Tooltip("accuracy:Q", format=PERCENT, title="accuracy (pooled)"),
                alt.Tooltip("ci_low:Q", format=PERCENT), alt.Tooltip("ci_high:Q", format=PERCENT)]
     layers = [bars]
-    if "helm_headline" in df.columns and df["helm_headline"].is_not_null().any():
+    if "helm_headline" in df.columns and (df["n_domains"] > 1).any() and df["helm_headline"].is_not_null().any():
         tooltip.append(alt.Tooltip("helm_headline:Q", format=PERCENT, title="HELM headline"))
         layers.append(base.mark_point(shape="diamond", size=110, filled=False, color="#d62728",
                                       strokeWidth=2).encode(x="helm_headline:Q", tooltip=tooltip))
@@ -152,16 +152,17 @@ def signature_heatmap(sig: pl.DataFrame, value: str) -> alt.Chart:
     readable in every state: white only on a dark cell that is not faded by a selection."""
     title, fmt = MEASURES[value]
     pick = alt.selection_point(name=CELL, fields=["model", "category"], on="click")
+    row = "model_label" if "model_label" in sig.columns else "model"
     base = alt.Chart(_cell_label(sig, value)).encode(
         x=alt.X("category:N", title=None, axis=TOP_LABELS),
-        y=alt.Y("model:N", title=None, axis=alt.Axis(labelLimit=320)),
+        y=alt.Y(f"{row}:N", title=None, axis=alt.Axis(labelLimit=360)),
     )
     rect = base.mark_rect(stroke="white", strokeWidth=1).encode(
         color=alt.Color(f"{value}:Q", scale=alt.Scale(scheme="reds", domainMin=0), title=title,
                         legend=alt.Legend(format=fmt, orient="bottom", titleLimit=500, gradientLength=260)),
         opacity=alt.condition(pick, alt.value(1.0), alt.value(0.35)),
         tooltip=["model", "category", alt.Tooltip("count:Q", title="failures in category", format=",d"),
-                 alt.Tooltip("failures:Q", title="classified failures", format=",d"),
+                 alt.Tooltip("failures:Q", title="failures with an error type", format=",d"),
                  alt.Tooltip("share:Q", format=PERCENT), alt.Tooltip("per_100:Q", format=".1f")],
     ).add_params(pick)
     text = base.mark_text(fontSize=FONT_SIZE).encode(

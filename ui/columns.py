@@ -83,9 +83,16 @@ LABELS = {
     "predicted": "Analyst's labels",
 }
 
+# numbers shown as text (missing values read "–", intervals as "47.2–61.7%")
+TEXT_NUMBERS = {
+    "helm_headline": "HELM's own headline: the mean of the subjects' accuracies for a dataset HELM "
+                     "runs subject by subject (equal to the pooled rate with one subject); – for "
+                     "logs of other harnesses, whose headline is the pooled rate.",
+    "ci": "95% Wilson interval of the pooled accuracy; whole percentages below 100 questions.",
+}
+
 PERCENT_COLUMNS = {
     "accuracy": "Accuracy (pooled)",
-    "helm_headline": "HELM headline",
     "ci_low": "95% interval: low",
     "ci_high": "95% interval: high",
     "share": "Share of the model's failures",
@@ -135,7 +142,9 @@ def config(columns: list[str], **overrides) -> dict:
         elif c in COUNT_COLUMNS:
             out[c] = count(LABELS.get(c, c))
         elif c in P_HELP:
-            out[c] = st.column_config.TextColumn(LABELS[c], help=P_HELP[c], width="small")
+            out[c] = st.column_config.TextColumn(LABELS[c], help=P_HELP[c], width="small", alignment="right")
+        elif c in TEXT_NUMBERS:
+            out[c] = st.column_config.TextColumn(LABELS[c], help=TEXT_NUMBERS[c], alignment="right")
         elif c == "per_100":
             out[c] = st.column_config.NumberColumn("Failures per 100 questions", format="%.1f")
         elif c in LABELS:
@@ -192,3 +201,37 @@ def discordant_config(columns: list[str], a: str, b: str) -> dict:
                   a_output=st.column_config.TextColumn(f"A: {a}", width="medium", help=f"A's answer ({a})"),
                   b_output=st.column_config.TextColumn(f"B: {b}", width="medium", help=f"B's answer ({b})"),
                   open=st.column_config.LinkColumn("Details", display_text="open", width="small"))
+
+
+def accuracy_table(acc: pl.DataFrame) -> pl.DataFrame:
+    """Accuracy per model and dataset as shown: the pooled rate, HELM's headline where it
+    differs, and the interval as text, no more precise than its sample size allows."""
+    interval = [fmt.interval(lo, hi, n) for lo, hi, n in acc.select("ci_low", "ci_high", "n").iter_rows()]
+    table = acc.select("model", "dataset", "n", "correct", "accuracy").with_columns(
+        ci=pl.Series(interval, dtype=pl.String))
+    if acc["helm_headline"].is_not_null().any():
+        table = table.with_columns(helm_headline=pl.Series(
+            [fmt.pct(v) for v in acc["helm_headline"].to_list()], dtype=pl.String))
+    return table
+
+
+def split_error_types(sig: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """A signature's error types (with `model_label`: the model and how many of its failures
+    have an error type, the shares' denominator) and, apart, the labels that are not error types."""
+    errors = sig.filter(pl.col("error_type")).with_columns(
+        model_label=pl.format("{} ({})", pl.col("model"), pl.col("failures")))
+    return errors, sig.filter(~pl.col("error_type"))
+
+
+def words(frame: pl.DataFrame, *flags: str) -> pl.DataFrame:
+    """Boolean columns as plain words: "yes", "no", "–" (a checkbox or "true" reads as code)."""
+    return frame.with_columns(
+        pl.col(c).replace_strict({True: "yes", False: "no"}, default="–", return_dtype=pl.String)
+        for c in flags)
+
+
+def error_types_last(frame: pl.DataFrame) -> pl.DataFrame:
+    """Rows by category: error types first (by name), then the labels that are not error types."""
+    from taxonomy.catalog import NOT_ERROR_TYPES
+
+    return frame.sort(pl.col("category").is_in(list(NOT_ERROR_TYPES)), "category")
