@@ -33,10 +33,10 @@ asked_a = st.query_params.get("a")
 default_a, default_b = pairs.default_pair(shared, models, asked_a if asked_a in models else None)
 left, right = st.columns(2)
 a = left.selectbox("Model A", models, index=models.index(default_a), key="a", bind="query-params")
-with_a = pairs.shared_with(shared, a)
 b_default = default_b if default_a == a else pairs.best_partner(shared, a, models)
+# (no format_func here: a bound selectbox writes its formatted label into the URL)
 b = right.selectbox("Model B", models, index=models.index(b_default), key="b", bind="query-params",
-                    format_func=lambda m: m if m == a else f"{m} ({fmt.plural(with_a.get(m, 0), 'question')} shared)")
+                    help="Opens on the model that shares the most questions with A.")
 if a == b:
     st.warning("Model A and model B are the same model; pick two different ones.")
     st.stop()

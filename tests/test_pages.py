@@ -81,6 +81,11 @@ def charts(at) -> list:
     return at.get("vega_lite_chart")
 
 
+def frame_with(at, *cols: str):
+    """The first dataframe on the page holding all these columns."""
+    return next(d.value for d in at.dataframe if set(cols) <= set(d.value.columns))
+
+
 @requires_fixtures
 def test_helm_reference_counts():
     em = helm_exact_match()
@@ -146,23 +151,52 @@ def test_compare_page_matches_helm_and_url(labelled_mmlu):
     assert metrics[f"Only B fails ({md(B)})"] == str(b_only)
     assert metrics["p (two-sided)"] == p_value(binomtest(a_only, a_only + b_only, 0.5).pvalue)
     assert md(f"{A} fails significantly more often than {B}") in at.markdown[0].value
-    table = at.dataframe[0].value
-    assert sorted(table["category"]) == sorted(CATEGORIES)
+    table = frame_with(at, "finding", "q_text")
+    # Hard to Analyze is not an error type: listed apart, never tested
+    assert sorted(table["category"]) == sorted(c for c in CATEGORIES if c != "Hard to Analyze")
+    apart = next(d.value for d in at.dataframe
+                 if list(d.value.columns) == ["category", "a_count", "b_count", "a_share", "b_share"])
+    assert list(apart["category"]) == ["Hard to Analyze"]
+    # every failure is labelled: error types plus the labels apart add up to HELM's failures
     fails = per_model(em, False)
-    assert table["a_count"].sum() == fails[A] and table["b_count"].sum() == fails[B]
+    assert int(table["a_count"].sum()) + int(apart["a_count"].sum()) == fails[A]
+    assert int(table["b_count"].sum()) + int(apart["b_count"].sum()) == fails[B]
     assert len(charts(at)) == 1
-    only_a, only_b = at.dataframe[1].value, at.dataframe[2].value
+    only_a, only_b = (frame_with(at, "a_output", "reference"), at.dataframe[-1].value)
     # each tab pages through its own side, 50 at a time
     assert a_only > 50 and (len(only_a), len(only_b)) == (50, min(b_only, 50))
     assert {"input_text", "reference", "a_output", "b_output"} <= set(only_a.columns)
     # both logs are HELM's, so every pair shares its id and B's own id is not repeated
     assert "b_instance_id" not in only_a.columns
     at.number_input(key="page_a").set_value(2).run()
-    assert len(at.dataframe[1].value) == min(a_only - 50, 50) and len(at.dataframe[2].value) == min(b_only, 50)
+    assert len(at.dataframe[-2].value) == min(a_only - 50, 50) and len(at.dataframe[-1].value) == min(b_only, 50)
     with duckdb.connect(str(labelled_mmlu), read_only=True) as con:
-        outputs = dict(con.execute("SELECT instance_id, output_text FROM outcomes WHERE model = ?",
+        outputs = dict(con.execute("SELECT o.instance_id, o.output_text || ' · ' || i.choices->>trim(o.output_text) "
+                                   "FROM outcomes o JOIN instances i USING (run_id, instance_id) WHERE model = ?",
                                    [A]).fetchall())
+    # a multiple-choice answer reads as its letter and the option's text, beside the gold
     assert all(outputs[i] == o for i, o in zip(only_a["instance_id"], only_a["a_output"]))
+    assert all(" · " in r for r in only_a["reference"])
+
+
+def test_compare_chart_marks_and_table_from_one_test(labelled_mmlu):
+    """The Δ chart colours each error type by the table's finding; significant = BH q ≤ 0.05."""
+    at = run_page("pages/compare.py", a=A, b=B)
+    table = frame_with(at, "finding", "q_text")
+    spec = json.loads(charts(at)[0].proto.spec)
+    layers = spec["layer"]
+    assert any(layer.get("encoding", {}).get("color", {}).get("field") == "finding" for layer in layers)
+    legend = [layer["encoding"]["color"] for layer in layers if "color" in layer.get("encoding", {})][0]
+    assert legend["title"].startswith("Finding") and set(legend["scale"]["domain"]) == set(table["finding"])
+    import stats
+    import store
+
+    with store.read_connection(labelled_mmlu) as con:
+        c = stats.compare(con, A, B)
+    for row in table.iter_rows(named=True):
+        r = next(x for x in c.categories if x.category == row["category"])
+        assert row["q_text"] == p_value(r.q_bh) and row["finding"] == r.finding
+        assert (r.q_bh <= 0.05) == row["finding"].startswith("larger in")
 
 
 def test_compare_page_domain_filter(labelled_mmlu):

@@ -25,12 +25,3 @@ def default_pair(shared: pl.DataFrame, models: list[str], a: str | None = None) 
         if x in models and y in models:
             return x, y
     return models[0], models[1]
-
-
-def shared_with(shared: pl.DataFrame, a: str) -> dict[str, int]:
-    """model → how many questions it shares with `a`."""
-    out = {}
-    for x, y, n in shared.iter_rows():
-        if a in (x, y):
-            out[y if x == a else x] = n
-    return out
