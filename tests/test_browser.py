@@ -102,7 +102,7 @@ def test_fresh_clone_first_start_shows_demo_charts(tmp_path):
     started = time.monotonic()
     with streamlit_app(clone, env, tmp_path / "streamlit.log", timeout=90) as base, chromium() as browser:
         page = browser.new_page()
-        for path, n_charts in (("/", 1), ("/signatures", 2)):
+        for path, n_charts in (("/", 4), ("/signatures", 2)):
             remaining = 90_000 - (time.monotonic() - started) * 1000
             page.goto(base + path)
             settled(page, timeout=max(remaining, 1000))

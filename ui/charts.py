@@ -192,7 +192,8 @@ def delta_chart(df: pl.DataFrame, a: str, b: str) -> alt.Chart:
                        scale=alt.Scale(domain=present, range=[FINDINGS[f] for f in present]),
                        legend=alt.Legend(orient="bottom", direction="horizontal", titleLimit=500))
     base = alt.Chart(df).encode(
-        y=alt.Y("category:N", sort=order, title=None, axis=alt.Axis(labelLimit=320)), color=colour)
+        y=alt.Y("category:N", sort=order, title=None,
+                axis=alt.Axis(labelLimit=320, labelFlush=False, labelBaseline="middle")), color=colour)
     zero = alt.Chart(pl.DataFrame({"x": [0.0]})).mark_rule(color=MUTED, strokeDash=[4, 3]).encode(x="x:Q")
     rules = base.mark_rule(strokeWidth=2).encode(
         x=alt.X("delta_low:Q", title=f"share of {b}'s errors − share of {a}'s (Newcombe 95% interval)",
