@@ -370,17 +370,21 @@ def review_summary(con, analyst: str, models=None, datasets=None, domains=None,
 _OUTCOME_FILTERS = {"failed": " AND NOT o.is_correct", "passed": " AND o.is_correct"}
 
 
+def _outcome_filter(outcome: str | None, category: str | None) -> tuple[str, list]:
+    """The pass/fail and category conditions on outcomes `o` labelled `c`."""
+    where, extra = _OUTCOME_FILTERS[outcome] if outcome else "", []
+    if category:
+        where += " AND c.category = ?"
+        extra.append(category)
+    return where, extra
+
+
 def instance_list(con, analyst: str | None, models=None, datasets=None, domains=None,
                   category: str | None = None, outcome: str | None = None, text: str = "",
                   limit: int = 500, split: str = MAIN_SPLIT) -> pl.DataFrame:
     """Outcomes matching the filters: one row per model × question, with its category if any."""
     cte, params = _latest_cte(models, datasets, domains, split=split)
-    where, extra = "", []
-    if outcome:
-        where += _OUTCOME_FILTERS[outcome]
-    if category:
-        where += " AND c.category = ?"
-        extra.append(category)
+    where, extra = _outcome_filter(outcome, category)
     text_where, text_params = "", []
     if text:
         # plain substring match: % and _ in the search text are not wildcards
@@ -419,12 +423,7 @@ def instance_count(con, analyst: str | None, models=None, datasets=None, domains
                    split: str = MAIN_SPLIT) -> int:
     """How many outcomes `instance_list` would list without its limit."""
     cte, params = _latest_cte(models, datasets, domains, split=split)
-    where, extra = "", []
-    if outcome:
-        where += _OUTCOME_FILTERS[outcome]
-    if category:
-        where += " AND c.category = ?"
-        extra.append(category)
+    where, extra = _outcome_filter(outcome, category)
     texts = ""
     if text:
         texts = """JOIN instances i ON i.run_id = o.run_id AND i.instance_id = o.instance_id

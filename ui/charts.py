@@ -46,8 +46,9 @@ CATEGORY_COLOURS = {**dict(zip(_ERRORATLAS, _TABLEAU)), **_GREYS}
 FINDINGS = {"larger in B": "#d62728", "larger in A": "#1f77b4", "not significant": "#8c8c8c",
             "too few to tell": "#c7c7c7"}
 
+# legend formats: round ticks (0%, 20%, …); cells and tooltips carry the one-decimal figures
 MEASURES = {
-    "share": ("share of the model's failures with an error type", PERCENT),
+    "share": ("share of the model's failures with an error type", ".0%"),
     "count": ("failures in the category", ",d"),
     "per_100": ("failures per 100 questions answered", ".1f"),
 }
@@ -224,7 +225,7 @@ def slice_heatmap(df: pl.DataFrame, by: str, categories: list[str]) -> alt.Chart
     )
     rect = base.mark_rect(stroke="white", strokeWidth=1).encode(
         color=alt.Color("share:Q", scale=alt.Scale(scheme="reds", domain=[0, 1]),
-                        title=f"share of the model's classified failures in the {by}",
+                        title=f"share of the model's failures with an error type in the {by}",
                         legend=alt.Legend(format="%", orient="bottom", titleLimit=500, gradientLength=260)),
         tooltip=[by, "category", alt.Tooltip("count:Q", title="failures in category", format=",d"),
                  alt.Tooltip("failures:Q", title=f"classified failures in the {by}", format=",d"),
