@@ -126,4 +126,4 @@ for tab, (which, total) in zip(tabs, counts.items()):
         st.dataframe(view, hide_index=True, column_config=columns.discordant_config(view.columns, a, b))
         st.caption(f"Questions {(page - 1) * PAGE_SIZE + 1:,}–{(page - 1) * PAGE_SIZE + rows.height:,} "
                    f"of {total:,}, by dataset and question id. For multiple choice, an output shows "
-                   "the option letter and its text. Hover over a cell to read it whole.")
+                   "the option letter and its text; open a question (Details) to read its texts whole.")

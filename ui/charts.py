@@ -82,7 +82,10 @@ def _file_name(name: str) -> str:
 
 
 def _spec(chart: alt.TopLevelMixin) -> dict:
-    return style(chart.properties(width=DOWNLOAD_WIDTH)).to_dict()
+    # a facet sizes its own panels; a single or layered view gets the width a page would give it
+    sized = chart if isinstance(chart, (alt.FacetChart, alt.ConcatChart, alt.VConcatChart,
+                                        alt.HConcatChart)) else chart.properties(width=DOWNLOAD_WIDTH)
+    return style(sized).to_dict()
 
 
 def svg_bytes(chart: alt.TopLevelMixin) -> bytes:
