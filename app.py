@@ -4,7 +4,9 @@ import streamlit as st
 
 import stats
 import ui
+from stats import fmt
 from store import queries as q
+from taxonomy.catalog import HARD
 from ui import charts, columns
 from ui.text import md
 
@@ -19,10 +21,10 @@ cols = st.columns(6)
 for col, (label, value) in zip(cols, [("Runs", inv["runs"]), ("Models", inv["models"]),
                                       ("Datasets", inv["datasets"]), ("Domains", inv["domains"]),
                                       ("Predictions", inv["predictions"]), ("Failures", inv["failures"])]):
-    col.metric(label, f"{value:,}")
+    col.metric(label, fmt.count(value))
 scope = "under these filters" if f.params() else "loaded"
 st.caption(f"Counts {scope} (every split). Formats: {md(inv['formats'] or '—')}. "
-           f"Infrastructure errors (kept apart from model failures): {inv['infra_errors']:,}.")
+           f"Infrastructure errors (kept apart from model failures): {fmt.count(inv['infra_errors'])}.")
 if opts["domains"]:
     with st.expander(f"{len(opts['domains'])} domains in the store"):
         st.text(", ".join(opts["domains"]))
@@ -33,10 +35,21 @@ if acc.is_empty():
     st.info("No scored predictions match these filters.")
 else:
     acc = acc.sort(["dataset", "accuracy", "model"], descending=[False, True, False])
-    st.altair_chart(charts.accuracy(acc), width="stretch")
-    st.dataframe(acc, hide_index=True, column_config=columns.config(acc.columns))
-    st.caption("Per dataset (they differ in difficulty), best first; latest run per model and "
-               "question; 95% Wilson intervals.")
+    headline = acc["helm_headline"].is_not_null().any()
+    for (dataset,), group in acc.group_by("dataset", maintain_order=True):
+        charts.show(charts.accuracy(group, dataset), f"accuracy-{dataset}", key=f"accuracy-{dataset}")
+    table = columns.accuracy_table(acc)
+    st.dataframe(table, hide_index=True, column_config=columns.config(table.columns))
+    st.caption(
+        "Per dataset (they differ in difficulty), best first; latest run per model and question. "
+        "Accuracy (pooled) = questions passed / questions answered, with its 95% Wilson interval."
+        + (" HELM headline = the number HELM itself reports for a dataset it runs subject by "
+           "subject: the mean of the subjects' accuracies (a red diamond on the chart), which "
+           "weighs a small subject like a large one." if headline else ""))
+    for line in stats.unequal_questions(acc):
+        st.warning(f"Models answered different numbers of questions on {md(line)}: their "
+                   "accuracies are over different question sets; compare them on the Compare "
+                   "page, which pairs the questions both answered.", icon=":material/rule:")
     st.download_button(
         "Download a static report (HTML)", ui.report_html(f), file_name="faultline-report.html",
         mime="text/html", icon=":material/download:",
@@ -50,18 +63,20 @@ if found.is_empty():
 else:
     failed = int((acc["n"] - acc["correct"]).sum()) if not acc.is_empty() else 0
     top = found.row(0, named=True)
-    st.markdown(f"**{top['analysed']:,}** of {failed:,} failures analysed by "
-                f"**{md(top['analyst'])}** ({top['classified']:,} classified).")
+    st.markdown(f"**{fmt.count(top['analysed'])}** of {fmt.count(failed)} failures analysed by "
+                f"**{md(top['analyst'])}** ({fmt.count(top['classified'])} classified).")
     st.dataframe(found, hide_index=True, column_config=columns.config(found.columns))
+    ui.offline_caveat(top["analyst"])
     sig = ui.load(stats.signature, analyst=top["analyst"], **f.kwargs())
-    hard = int(sig.filter(sig["category"] == "Hard to Analyze")["count"].sum()) if not sig.is_empty() else 0
-    if top["analyst"] == "offline" and sig.height and hard >= 0.5 * int(sig["count"].sum()):
+    hard = int(sig.filter(sig["category"] == HARD)["count"].sum()) if not sig.is_empty() else 0
+    labelled = int(sig["count"].sum()) if sig.height else 0
+    if labelled and hard >= 0.5 * labelled:
         st.warning(
-            f"The offline analyst could only file {hard:,} of {int(sig['count'].sum()):,} failures "
+            f"{md(top['analyst'])} could only file {fmt.count(hard)} of {fmt.count(labelled)} failures "
             "under **Hard to Analyze**: their outputs carry no visible cause (bare answers such as "
             "an option letter, or a wrong answer with no working). Logs with the models' reasoning "
-            "(chain-of-thought runs), or an LLM analyst (`python -m taxonomy analyze --analyst "
-            "openai/gpt-4o-mini`, which also sees the question, the references and other models' "
+            "(chain-of-thought runs), or an LLM analyst (python -m taxonomy analyze --analyst "
+            "openai/gpt-4o-mini, which also sees the question, the references and other models' "
             "correct answers), would say more.", icon=":material/help:")
 
 ui.share_link("/", f.params())

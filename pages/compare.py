@@ -1,16 +1,15 @@
-"""Compare two models: paired McNemar overall, per-category differences, discordant questions."""
+"""Compare two models: paired McNemar overall, per-error-type differences, discordant questions."""
 
-import json
 import math
 
-import polars as pl
 import streamlit as st
 
 import stats
 import ui
+from stats import fmt
 from store import queries as q
-from ui import charts, columns
-from ui.text import cell, md
+from ui import charts, columns, pairs
+from ui.text import md
 from ui.urlstate import warn_unknown
 
 PAGE_SIZE = 50
@@ -21,15 +20,26 @@ f = ui.sidebar_filters()
 # the shared model filter narrows the choice of A and B when it names at least two models
 models = f.models if len(f.models) >= 2 else ui.load(q.filter_options)["models"]
 if len(models) < 2:
-    st.info("Comparing needs at least two models; load another model's logs with `python -m ingest PATH`.")
+    st.info("Comparing needs at least two models; load another model's logs with "
+            "python -m ingest PATH (or on the Data page).")
     st.stop()
 for key in ("a", "b"):
     warn_unknown(key, f"model {key.upper()}", models)
 
+# open on the two models that share the most questions under the filters, not the first two names
+shared = ui.load(q.shared_questions, models=models if f.models else None, datasets=f.datasets,
+                 domains=f.domains, split=f.split)
+asked_a = st.query_params.get("a")
+default_a, default_b = pairs.default_pair(shared, models, asked_a if asked_a in models else None)
 left, right = st.columns(2)
-a = left.selectbox("Model A", models, index=0, key="a", bind="query-params")
-b = right.selectbox("Model B", models, index=next(i for i, m in enumerate(models) if m != a),
-                    key="b", bind="query-params")
+a = left.selectbox("Model A", models, index=models.index(default_a), key="a", bind="query-params")
+b_default = default_b if default_a == a else pairs.best_partner(shared, a, models)
+# (no format_func here: a bound selectbox writes its formatted label into the URL)
+b = right.selectbox("Model B", models, index=models.index(b_default), key="b", bind="query-params",
+                    help="Opens on the model that shares the most questions with A.")
+if a == b:
+    st.warning("Model A and model B are the same model; pick two different ones.")
+    st.stop()
 analyst = ui.analyst_picker(ui.Filters([a, b], f.datasets, f.domains, f.split))
 ui.share_link("/compare", {"a": a, "b": b, **f.params(), "analyst": analyst})
 c = ui.load(stats.compare, a=a, b=b, datasets=f.datasets, domains=f.domains, analyst=analyst,
@@ -37,48 +47,67 @@ c = ui.load(stats.compare, a=a, b=b, datasets=f.datasets, domains=f.domains, ana
 
 st.subheader("Overall: paired McNemar exact test")
 m = st.columns(4)
-m[0].metric("Questions both answered", f"{c.n_pairs:,}")
-m[1].metric(f"Only A fails ({md(a, 80)})", f"{c.a_only_fail:,}")
-m[2].metric(f"Only B fails ({md(b, 80)})", f"{c.b_only_fail:,}")
-m[3].metric("p (two-sided)", columns.p_value(c.p))
+m[0].metric("Questions both answered", fmt.count(c.n_pairs))
+m[1].metric(f"Only A fails ({md(a, 80)})", fmt.count(c.a_only_fail), help=a)
+m[2].metric(f"Only B fails ({md(b, 80)})", fmt.count(c.b_only_fail), help=b)
+m[3].metric("p (two-sided)", fmt.p_value(c.p))
 st.markdown(md(stats.verdict(c), 2000))
 if c.n_pairs == 0:
+    best = shared.row(0, named=True) if shared.height else None
     st.info("These two models answered no question in common under these filters, so there is "
-            "nothing to compare question by question; pick models or datasets they share.")
+            "nothing to compare question by question"
+            + (f"; {md(best['a'])} and {md(best['b'])} share the most "
+               f"({fmt.plural(best['shared'], 'question')})." if best else "; pick models or datasets they share."))
     st.stop()
 
-st.subheader("Failure categories")
-if not c.categories:
-    st.info("No classified failures for these two models yet.")
-    ui.no_analyses(stop=False)
+st.subheader("Error types")
+if analyst is None:
+    ui.no_analyses(stop=False, scope=f"of {md(a)} or {md(b)} under these filters")
+elif c.a_labelled + c.b_labelled == 0:
+    st.info(f"Analyst {md(analyst)} has analysed failures of these models, but none has a category "
+            "yet; classification assigns them (python -m taxonomy analyze classifies what is "
+            "analysed).")
 else:
-    table = c.categories_frame()
-    st.caption(f"Shares of classified failures: A has {c.a_total:,}, B has {c.b_total:,} "
-               f"(analyst {md(c.analyst)}). Δ = B's share − A's share, Newcombe 95% interval; "
-               "sorted by |Δ|.")
-    st.altair_chart(charts.delta_chart(table, a, b), width="stretch")
-    small = table.filter(~table["fisher_can_decide"])["category"].to_list()
-    if small:
-        st.caption("Too few failures to tell shares apart (no split of these counts could reach "
-                   "p ≤ 0.05 in p_fisher): " + ", ".join(md(s) for s in small))
-    small_paired = table.filter(~table["paired_can_decide"])["category"].to_list()
-    if small_paired:
-        st.caption("Too few paired discordant failures for p_paired to reach p ≤ 0.05 "
-                   "(5 or fewer): " + ", ".join(md(s) for s in small_paired))
-    shown = table.select("category", "a_count", "b_count", "a_share", "b_share", "p_fisher", "q_bh",
-                         "a_only_fail", "b_only_fail", "p_paired", "p_errormap")
-    st.dataframe(shown, hide_index=True, column_config=columns.config(shown.columns))
-
-
-def _references(refs) -> str:
-    items = json.loads(refs) if isinstance(refs, str) else refs
-    items = items if isinstance(items, list) else []
-    return "; ".join(str(r.get("text", "")) for r in items if isinstance(r, dict) and r.get("correct"))
-
+    ui.offline_caveat(analyst)
+    if c.categories:
+        table = c.categories_frame()
+        st.caption(
+            f"Shares of the failures with an error type: A has {fmt.count(c.a_total)} of "
+            f"{fmt.count(c.a_labelled)} labelled failures, B {fmt.count(c.b_total)} of "
+            f"{fmt.count(c.b_labelled)} (analyst {md(c.analyst)}). Δ = B's share − A's share with its "
+            "Newcombe 95% interval, sorted by |Δ|. Colour and the Finding column give the same test: "
+            "Fisher exact on the shares, Benjamini–Hochberg over the error types; significant = "
+            "q ≤ 0.05. “Too few to tell” = no split of these counts could reach p ≤ 0.05.")
+        shown = columns.compare_table(c)
+        charts.show(charts.delta_chart(shown, a, b), f"compare-{a}-vs-{b}", key="delta")
+        st.dataframe(shown.select(columns.COMPARE_KEY), hide_index=True,
+                     column_config=columns.config(columns.COMPARE_KEY))
+        with st.expander("Paired test per error type, and the ErrorMap paper's check"):
+            st.caption("Paired: on the questions only one model fails, how often that failure has "
+                       "this error type (McNemar exact; 5 or fewer such questions cannot reach "
+                       "p ≤ 0.05). The paper's check treats the stronger model's share as known "
+                       "and overstates significance: shown for parity only.")
+            st.dataframe(shown.select(columns.COMPARE_PAIRED), hide_index=True,
+                         column_config=columns.config(columns.COMPARE_PAIRED))
+    else:
+        st.info("Neither model has a failure with an error type under these filters; the labels "
+                "below are not error types, so there is nothing to test.")
+    if c.not_error_types:
+        st.markdown("**Not error types** (counted apart, never tested)")
+        st.caption("Other = no category fits; Hard to Analyze = the output gives too little to name "
+                   "a cause (e.g. a bare option letter); No Model Error = the analyst found the "
+                   "failure is not the model's (e.g. a wrong or ambiguous reference). Shares are of "
+                   "all the model's labelled failures; a difference here says how much the analyst "
+                   "could tell, not how the models fail.")
+        apart = c.not_error_frame()
+        st.dataframe(apart, hide_index=True, column_config=columns.config(
+            apart.columns, a_share=columns.percent("A: share of labelled failures"),
+            b_share=columns.percent("B: share of labelled failures"),
+            a_count=columns.count("A: failures"), b_count=columns.count("B: failures")))
 
 st.subheader("Questions only one model fails")
 counts = {"only A fails": c.a_only_fail, "only B fails": c.b_only_fail}
-tabs = st.tabs([f"Only A fails ({c.a_only_fail:,})", f"Only B fails ({c.b_only_fail:,})"])
+tabs = st.tabs([f"Only A fails ({fmt.count(c.a_only_fail)})", f"Only B fails ({fmt.count(c.b_only_fail)})"])
 for tab, (which, total) in zip(tabs, counts.items()):
     with tab:
         if total == 0:
@@ -86,31 +115,15 @@ for tab, (which, total) in zip(tabs, counts.items()):
             continue
         pages = math.ceil(total / PAGE_SIZE)
         key = "page_a" if which == "only A fails" else "page_b"
-        page = st.number_input(f"Page (of {pages}, {PAGE_SIZE} questions each)", 1, pages, 1,
+        page = st.number_input(f"Page (of {pages:,}, {PAGE_SIZE} questions each)", 1, pages, 1,
                                key=key) if pages > 1 else 1
         rows = ui.load(q.discordant, a=a, b=b, analyst=analyst, datasets=f.datasets,
                        domains=f.domains, split=f.split, which=which, limit=PAGE_SIZE,
                        offset=(page - 1) * PAGE_SIZE)
         links = [ui.page_url("instances", {"instance": f"{d}:{i}", "models": [a, b], "analyst": analyst})
                  for d, i in rows.select("dataset", "instance_id").iter_rows()]
-        # the reference sits beside the two outputs; the long question text comes after them
-        # B's own id only when some question was paired by its text under another id
-        ids = ["instance_id"] + (["b_instance_id"] if (rows["b_instance_id"] != rows["instance_id"]).any() else [])
-        view = rows.select(
-            *ids,
-            pl.col("refs").map_elements(_references, return_dtype=pl.String).alias("reference"),
-            pl.col("a_output").map_elements(cell, return_dtype=pl.String),
-            pl.col("b_output").map_elements(cell, return_dtype=pl.String),
-            "category", "error_title",
-            pl.col("input_text").map_elements(cell, return_dtype=pl.String),
-            "dataset", "domain",
-        ).with_columns(open=pl.Series(links, dtype=pl.String))
-        wide = {c: st.column_config.TextColumn(columns.LABELS[c], width="medium")
-                for c in ("reference", "input_text", "error_title")}
-        st.dataframe(view, hide_index=True, column_config=columns.config(
-            view.columns, **wide,
-            a_output=st.column_config.TextColumn(f"A: {a}", width="medium"),
-            b_output=st.column_config.TextColumn(f"B: {b}", width="medium"),
-            open=st.column_config.LinkColumn("Details", display_text="open")))
+        view = columns.discordant_table(rows, links)
+        st.dataframe(view, hide_index=True, column_config=columns.discordant_config(view.columns, a, b))
         st.caption(f"Questions {(page - 1) * PAGE_SIZE + 1:,}–{(page - 1) * PAGE_SIZE + rows.height:,} "
-                   f"of {total:,}, by dataset and question id.")
+                   f"of {total:,}, by dataset and question id. For multiple choice, an output shows "
+                   "the option letter and its text; open a question (Details) to read its texts whole.")

@@ -5,7 +5,8 @@ import streamlit as st
 
 import ui
 from store import FaultlineError, queries as q
-from ui import agreement, columns, evidence, review
+from stats import fmt
+from ui import agreement, columns, evidence, outcome, review
 from ui.text import clip, cut_note, md, show
 from ui.urlstate import warn_unknown
 
@@ -13,17 +14,21 @@ ui.configure_page("pages/instances.py", "Instances")
 ui.require_data()
 f = ui.sidebar_filters()
 analyst = ui.analyst_picker(f)
+ui.offline_caveat(analyst)
 
 categories = ui.load(q.category_names, analyst=analyst) if analyst else []
 warn_unknown("category", "category", categories)
 c1, c2, c3 = st.columns([2, 1, 2])
 category = c1.selectbox("Category", categories, index=None, key="category", bind="query-params",
                         placeholder="any category")
-outcome = c2.segmented_control("Outcome", ["failed", "passed"], key="outcome", bind="query-params")
+# opens on the failures (what a researcher came for); click "failed" again to list every outcome
+verdicts = c2.segmented_control("Outcome", ["failed", "passed"], default="failed", key="outcome",
+                                bind="query-params")
 text = c3.text_input("Search input, output, id or error title", key="text", bind="query-params")
 
-rows = ui.load(q.instance_list, analyst=analyst, category=category, outcome=outcome, text=text,
-               **f.kwargs())
+query = dict(analyst=analyst, category=category, outcome=verdicts, text=text, **f.kwargs())
+rows = ui.load(q.instance_list, **query)
+total = ui.load(q.instance_count, **query)
 
 
 def _open_clicked() -> None:
@@ -34,11 +39,15 @@ def _open_clicked() -> None:
         st.session_state["instance"] = f"{row['dataset']}:{row['instance_id']}"
 
 
-st.caption(f"{rows.height} outcomes" + (" (first 500; narrow the filters)" if rows.height == 500 else "")
+what = {"failed": "failed outcomes", "passed": "passed outcomes"}.get(verdicts, "outcomes")
+st.caption(f"{fmt.plural(total, what[:-1] if total == 1 else what, what)}"
+           + (f" (the first {rows.height:,} listed; narrow the filters or search)" if total > rows.height else "")
            + " — click a row to open its question.")
-st.dataframe(rows, hide_index=True, height=260, key="rows", on_select=_open_clicked,
+listed = columns.words(rows.rename({"is_correct": "passed"}), "passed")
+st.dataframe(listed.select("dataset", "instance_id", "model", "domain", "passed", "category", "error_title", "output"),
+             hide_index=True, height=260, key="rows", on_select=_open_clicked,
              selection_mode="single-row", column_config=columns.config(
-                 rows.columns, category=st.column_config.TextColumn("Category", width="medium"),
+                 listed.columns, category=st.column_config.TextColumn("Category", width="medium"),
                  error_title=st.column_config.TextColumn("Error title", width="medium"),
                  output=st.column_config.TextColumn("Output (start)", width="large")))
 
@@ -49,7 +58,7 @@ if linked and linked not in keys:
 instance = st.selectbox("Open a question (dataset:instance_id)", keys, index=None, key="instance",
                         bind="query-params", placeholder="click a row above, or pick a question here")
 ui.share_link("/instances", {**f.params(), "analyst": analyst, "category": category,
-                             "outcome": outcome, "text": text, "instance": instance})
+                             "outcome": verdicts, "text": text, "instance": instance})
 if not instance:
     # with no question open: what to review next, and the distractors models share
     if analyst:
@@ -72,27 +81,31 @@ first = detail[0]
 st.header(f"{md(first['dataset'])} · {md(first['instance_id'])}")
 st.caption(f"domain {md(first['domain'] or '—')} · split {md(first['split'] or '—')} · "
            f"raw id {md(first['raw_instance_id'])}")
+outcome.task_block(first)
 st.subheader("Input")
 if first["input_text"]:
     show(first["input_text"])
 else:
     st.json(first["input_messages"])
-if first["choices"]:
-    st.dataframe([{"option": k, "text": v} for k, v in first["choices"].items()], hide_index=True)
-st.subheader("References")
 refs = first["refs"] or []
+if first["choices"] and not refs:
+    st.dataframe([{"option": k, "text": v} for k, v in first["choices"].items()], hide_index=True)
+st.subheader("Options and references" if first["choices"] and refs else "References")
 if refs:
-    st.dataframe([{"reference": r.get("text", ""), "correct": bool(r.get("correct"))} for r in refs],
-                 hide_index=True, column_config={"reference": st.column_config.TextColumn("Reference", width="large"),
-                                                 "correct": st.column_config.CheckboxColumn("Correct answer")})
+    letters = {str(v): str(k) for k, v in first["choices"].items()} if isinstance(first["choices"], dict) else {}
+    st.dataframe([{**({"option": letters.get(str(r.get("text", "")), "")} if letters else {}),
+                   "reference": r.get("text", ""), "correct": fmt.yes_no(bool(r.get("correct")))} for r in refs],
+                 hide_index=True, column_config={"option": st.column_config.TextColumn("Option", width="small"),
+                                                 "reference": st.column_config.TextColumn("Reference", width="large"),
+                                                 "correct": st.column_config.TextColumn("Correct answer", width="small")})
 else:
     st.caption("The log gives no reference.")
 
 st.subheader("Outputs")
 for col, row in zip(st.columns(len(detail)), detail):
     with col:
-        st.markdown(f"**{md(row['model'])}** — "
-                    + (":green[passed]" if row["is_correct"] else ":red[failed]"))
+        outcome.verdict_block(row)
+        outcome.answer_block(row, refs, first["choices"])
         raw_criteria = row["required_criteria"]
         criteria = evidence.criteria(raw_criteria)
         quotes = [c.get("evidence") or "" for c in criteria]
@@ -100,8 +113,9 @@ for col, row in zip(st.columns(len(detail)), detail):
         st.markdown(evidence.highlight(shown, quotes), unsafe_allow_html=True)
         if cut:
             st.caption(cut_note(cut))
-        if row["mapped_output"]:
+        if row["mapped_output"] and not fmt.chosen(row["output_text"], row["mapped_output"], first["choices"]):
             st.caption(f"mapped answer: {md(row['mapped_output'])}")
+        outcome.judges_block(row["judge_notes"])
         if row["error_title"]:
             st.markdown(f"**{md(row['error_title'])}** → *{md(row['category'] or 'not classified yet')}*")
             st.caption(f"analyst {md(row['analyst'])} · taxonomy {md(row['taxonomy_version'] or '—')}")
@@ -109,8 +123,9 @@ for col, row in zip(st.columns(len(detail)), detail):
             for c in criteria:
                 found = evidence.locate(row["output_text"] or "", c.get("evidence") or "") is not None
                 with st.container(border=True):
+                    present = c.get("present_in_wrong")
                     st.markdown(f"**{md(c.get('criterion'))}** · quality {md(c.get('quality') or '—')}"
-                                f" · present {md(c.get('present_in_wrong'))}")
+                                f" · in the output: {fmt.yes_no(present)}")
                     if c.get("evidence"):
                         st.caption("evidence " + ("(found in the output)" if found else
                                                   "(NOT found in the output: the analyst paraphrased)"))

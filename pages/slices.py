@@ -20,14 +20,30 @@ models = sorted(set().union(*(set(sl["model"]) for sl in slices.values())))
 # drawing every model's heatmaps (as tabs do) costs seconds at ten models
 warn_unknown("model", "model", models)
 model = st.selectbox("Model", models, **seed_one("model", models, models[0])) if models else None
+ui.offline_caveat(analyst)
 for by, label in (("dataset", "By dataset"), ("domain", "By domain (e.g. MMLU subject)")):
     st.subheader(label)
-    sl = slices[by].filter(slices[by]["model"] == model)
-    if sl.is_empty():
+    errors, apart = columns.split_error_types(slices[by].filter(slices[by]["model"] == model))
+    if errors.is_empty() and apart.is_empty():
         st.info("No failures classified by this analyst match these filters.")
         continue
-    st.altair_chart(charts.slice_heatmap(sl, by, sorted(set(slices[by]["category"]))), width="stretch")
-    st.caption(f"Number in a cell = the model's failures of that category in the {by}; colour = "
-               f"their share of the model's classified failures in the {by}.")
-    st.dataframe(sl, hide_index=True, column_config=columns.config(sl.columns))
+    if errors.is_empty():
+        st.info(f"No failure of this model has an error type in any {by}; only labels that are "
+                "not error types (below).")
+    else:
+        every = sorted(set(slices[by].filter(slices[by]["error_type"])["category"]))
+        charts.show(charts.slice_heatmap(errors, by, every), f"slices-{model}-by-{by}", key=f"slices-{by}")
+        st.caption(f"Cell text k/n = the model's failures of that error type in the {by} / its "
+                   f"failures with an error type in the {by}; shade = that share, so 1/1 is as dark "
+                   "as 5/5: read the n before the shade.")
+        table = errors.select(by, "category", "count", "failures", "share", "questions", "per_100")
+        st.dataframe(table, hide_index=True, column_config=columns.config(
+            table.columns, failures=columns.count(f"Failures with an error type in the {by}"),
+            share=columns.percent("Share of the model's errors")))
+    if not apart.is_empty():
+        table = apart.select(by, "category", "count", "labelled", "share")
+        with st.expander(f"Not error types, by {by} (counted apart, never tested)"):
+            st.dataframe(table, hide_index=True, column_config=columns.config(
+                table.columns, labelled=columns.count("Labelled failures"),
+                share=columns.percent("Share of labelled failures")))
 ui.share_link("/slices", {**f.params(), "analyst": analyst, "model": model})

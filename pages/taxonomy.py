@@ -32,14 +32,17 @@ for tax in taxonomies:
 
 if analyst is None:
     ui.no_analyses()
+ui.offline_caveat(analyst)
 tree = ui.load(q.taxonomy_tree, analyst=analyst, **f.kwargs())
 if tree.is_empty():
     st.info("No failures classified by this analyst match these filters.")
     st.stop()
 
 st.subheader("Categories")
-by_category = tree.pivot(on="model", index="category", values="count", aggregate_function="sum")
-st.caption("Classified failures per category and model.")
+by_category = columns.error_types_last(
+    tree.pivot(on="model", index="category", values="count", aggregate_function="sum"))
+st.caption("Classified failures per category and model. Other, Hard to Analyze and No Model "
+           "Error are not error types: listed last, counted apart and never tested.")
 st.dataframe(by_category.fill_null(0), hide_index=True, column_config={"category": "Category"})
 
 categories = sorted(set(tree["category"]))

@@ -1,7 +1,7 @@
 """Statistics for comparing models' failures: tests, the pairwise comparison, the HTML report."""
 
 from .compare import CategoryResult, Comparison, compare, pick_analyst, regressions, verdict
-from .signatures import model_accuracy, signature
+from .signatures import model_accuracy, signature, unequal_questions
 from .tests import (ALPHA, bh, errormap_check, fisher, mcnemar_can_decide, mcnemar_exact,
                     share_difference_ci, wilson)
 
@@ -20,6 +20,7 @@ __all__ = [
     "regressions",
     "share_difference_ci",
     "signature",
+    "unequal_questions",
     "verdict",
     "wilson",
 ]

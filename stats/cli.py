@@ -14,6 +14,7 @@ import store
 from store import FaultlineError
 from store import queries as q
 
+from . import fmt
 from .compare import check_known, compare, regressions, verdict
 from .report import build_report
 from .signatures import model_accuracy
@@ -56,10 +57,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _fmt(v) -> str:
-    return "-" if v is None else f"{v:.3g}" if isinstance(v, float) else str(v)
-
-
 def _table(header: list[str], rows: list[list]) -> None:
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
     for row in [header, *rows]:
@@ -77,8 +74,8 @@ def _accuracy(args) -> int:
         print(json.dumps(rows, indent=2))
     else:
         _table(["model", "dataset", "split", "n", "correct", "accuracy", "95% CI"],
-               [[r["model"], r["dataset"], r["split"] or "-", r["n"], r["correct"],
-                 f"{r['accuracy']:.1%}", f"{r['ci_low']:.1%}–{r['ci_high']:.1%}"] for r in rows])
+               [[r["model"], r["dataset"], r["split"] or "-", fmt.count(r["n"]), fmt.count(r["correct"]),
+                 fmt.pct(r["accuracy"]), fmt.interval(r["ci_low"], r["ci_high"], r["n"])] for r in rows])
     which = {q.MAIN_SPLIT: "main split of each run", q.ALL_SPLITS: "all splits"}.get(
         args.split, f"split {args.split}")
     print(f"accuracy of {acc['model'].n_unique()} models on {acc['dataset'].n_unique()} datasets "
@@ -90,17 +87,27 @@ def _accuracy(args) -> int:
 def _print_table(result) -> None:
     print(f"{result.a} (A) vs {result.b} (B), analyst: {result.analyst or 'none'}")
     print(verdict(result))
-    if not result.categories:
+    if not result.categories and not result.not_error_types:
         print("No classified failures for these models: run `python -m taxonomy analyze` first.")
         return
-    header = ["category", "A n", "B n", "A share", "B share", "p_fisher", "q_bh", "p_paired",
-              "p_errormap*"]
-    rows = [[c.category, c.a_count, c.b_count, f"{c.a_share:.1%}", f"{c.b_share:.1%}",
-             _fmt(c.p_fisher), _fmt(c.q_bh), _fmt(c.p_paired), _fmt(c.p_errormap)]
-            for c in result.categories]
-    _table(header, rows)
-    print(f"A failures classified: {result.a_total}, B: {result.b_total}. "
-          "* p_errormap is the ErrorMap paper's check, shown for parity (it overstates significance).")
+    if result.categories:
+        header = ["category", "A n", "B n", "A share", "B share", "p_fisher", "q_bh", "p_paired",
+                  "p_errormap*", "finding"]
+        rows = [[c.category, fmt.count(c.a_count), fmt.count(c.b_count), fmt.pct(c.a_share),
+                 fmt.pct(c.b_share), fmt.p_value(c.p_fisher), fmt.p_value(c.q_bh),
+                 fmt.p_value(c.p_paired), fmt.p_value(c.p_errormap), c.finding]
+                for c in result.categories]
+        _table(header, rows)
+        print(f"Failures with an error type: A {fmt.count(result.a_total)}, B {fmt.count(result.b_total)}"
+              " (shares are of these). * p_errormap is the ErrorMap paper's check, shown for parity "
+              "(it overstates significance).")
+    else:
+        print("No failure of either model has an error type: nothing to test.")
+    if result.not_error_types:
+        print("Not error types (counted apart, never tested; shares of all labelled failures): "
+              + "; ".join(f"{c.category} A {fmt.count(c.a_count)} ({fmt.pct(c.a_share)}), "
+                          f"B {fmt.count(c.b_count)} ({fmt.pct(c.b_share)})"
+                          for c in result.not_error_types))
 
 
 def _compare(args) -> int:
@@ -117,9 +124,9 @@ def _compare(args) -> int:
     print(
         f"compared {result.a} vs {result.b}: {result.n_pairs} pairs ({result.pairs_by_id} by id, "
         f"{result.pairs_by_content} by question text), A-only failures "
-        f"{result.a_only_fail}, B-only {result.b_only_fail}, p = {result.p:.3g}, "
-        f"{len(result.categories)} categories"
-        + (f", {len(failed)} regression(s)" if args.fail_on_regression else ""),
+        f"{result.a_only_fail}, B-only {result.b_only_fail}, p = {fmt.p_value(result.p)}, "
+        f"{fmt.plural(len(result.categories), 'error type')} tested"
+        + (f", {fmt.plural(len(failed), 'regression')}" if args.fail_on_regression else ""),
         file=summary_to,
     )
     return 1 if failed else 0

@@ -18,7 +18,10 @@ from store import queries as q
 
 from . import svg
 from .compare import check_known, compare, pick_analyst, verdict
-from .signatures import model_accuracy, signature
+from taxonomy.catalog import NOT_ERROR_TYPES
+
+from . import fmt
+from .signatures import model_accuracy, signature, unequal_questions
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:2rem;max-width:1100px;color:#222}
@@ -52,18 +55,6 @@ def _table(header: list[str], rows: list[list], styles: list[list[str]] | None =
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
 
 
-def _p(v) -> str:
-    """A p-value as people read them: 0.042, 1.8e-12; never a row of zeros or a blank."""
-    if v is None or v != v:
-        return "–"
-    return f"{v:.2g}" if v < 1e-3 else f"{v:.3f}".rstrip("0").rstrip(".") if v < 1 else "1"
-
-
-def _share(v) -> str:
-    # a model with no classified failures has no shares
-    return "–" if v is None or v != v else f"{v:.1%}"
-
-
 def build_report(con, models=None, datasets=None, domains=None, analyst=None) -> tuple[str, str]:
     """Return (html, one-line summary)."""
     if not q.has_data(con):
@@ -88,30 +79,50 @@ def build_report(con, models=None, datasets=None, domains=None, analyst=None) ->
          acc.select("model", "dataset", "accuracy", "ci_low", "ci_high").iter_rows()],
         "Accuracy per model and dataset", "accuracy (dot) with its 95% Wilson interval"))
     parts.append(_table(
-        ["model", "dataset", "questions", "correct", "accuracy", "95% Wilson interval"],
-        [[m, d, n, k, f"{a:.1%}", f"{lo:.1%} – {hi:.1%}"]
-         for m, d, n, k, a, lo, hi in acc.select(
-             "model", "dataset", "n", "correct", "accuracy", "ci_low", "ci_high").iter_rows()],
+        ["model", "dataset", "questions", "correct", "accuracy (pooled)", "95% Wilson interval",
+         "HELM headline (mean over subjects)"],
+        [[m, d, fmt.count(n), fmt.count(k), fmt.pct(a), fmt.interval(lo, hi, n), fmt.pct(h)]
+         for m, d, n, k, a, lo, hi, h in acc.select(
+             "model", "dataset", "n", "correct", "accuracy", "ci_low", "ci_high", "helm_headline").iter_rows()],
     ))
+    for line in unequal_questions(acc):
+        parts.append(f"<p class=note>Models answered different numbers of questions on {_e(line)}: "
+                     "their accuracies are over different question sets.</p>")
 
     parts.append("<h2>Failure signatures</h2>")
     if analyst is None:
         parts.append("<p>No analysed failures yet: run <code>python -m taxonomy analyze --analyst offline</code>.</p>")
     else:
         sig = signature(con, analyst, names, datasets, domains)
-        cats = sorted(set(sig["category"]))
-        cell = {(m, c): (n, s) for m, c, n, s in sig.select("model", "category", "count", "share").iter_rows()}
+        errors, apart = sig.filter(pl.col("error_type")), sig.filter(~pl.col("error_type"))
+        cats = sorted(set(errors["category"]))
+        cell = {(m, c): (n, s) for m, c, n, s in errors.select("model", "category", "count", "share").iter_rows()}
         totals = dict(sig.select("model", "failures").unique().iter_rows())
         rows, styles = [], []
         for m in names:
-            rows.append([m, totals.get(m, 0)] + [
-                f"{svg.pct(cell[(m, c)][1])} ({cell[(m, c)][0]})" if (m, c) in cell else "" for c in cats])
+            rows.append([m, fmt.count(totals.get(m, 0))] + [
+                f"{fmt.pct(cell[(m, c)][1])} ({fmt.count(cell[(m, c)][0])})" if (m, c) in cell else "" for c in cats])
             styles.append(["", ""] + [
                 f"background:rgba(214,39,40,{cell[(m, c)][1]:.2f})" if (m, c) in cell else "" for c in cats])
-        parts.append("<p class=note>Share of each model's classified failures (count).</p>")
-        parts.append(svg.heatmap(names, cats, {k: (s, n) for k, (n, s) in cell.items()},
-                                 "Failure signatures: model × category"))
-        parts.append(_table(["model", "classified failures", *cats], rows, styles))
+        parts.append("<p class=note>Share of each model's failures with an error type (count). Other, "
+                     "Hard to Analyze and No Model Error are not error types: counted apart below, "
+                     "never part of a signature or a test.</p>")
+        if cats:
+            parts.append(svg.heatmap(names, cats, {k: (s, n) for k, (n, s) in cell.items()},
+                                     "Failure signatures: model × error type"))
+            parts.append(_table(["model", "failures with an error type", *cats], rows, styles))
+        else:
+            parts.append("<p>No failure has an error type.</p>")
+        if not apart.is_empty():
+            parts.append("<h3>Not error types</h3><p class=note>Share of each model's labelled failures (count).</p>")
+            parts.append(_table(["model", "label", "failures", "labelled failures", "share"], [
+                [m, c, fmt.count(n), fmt.count(t), fmt.pct(sh)] for m, c, n, t, sh in
+                apart.select("model", "category", "count", "labelled", "share").iter_rows()]))
+        if analyst == "offline":
+            parts.append("<p class=note>Labels by the offline analyst: it reads only the failed "
+                         "output's surface (cue words and a small classifier), so its categories are a "
+                         "rough first pass; an output with no visible cause can only be Hard to "
+                         "Analyze. Analyse with an LLM for labels to cite.</p>")
 
     parts.append("<h2>Pairwise comparisons</h2>")
     pairs = list(itertools.combinations(names, 2))
@@ -132,8 +143,8 @@ def build_report(con, models=None, datasets=None, domains=None, analyst=None) ->
             parts.append(_table(
                 ["category", "A n", "B n", "A share", "B share", "p_fisher", "q_bh", "p_paired",
                  "p_errormap (paper's check)"],
-                [[r.category, r.a_count, r.b_count, _share(r.a_share), _share(r.b_share),
-                  _p(r.p_fisher), _p(r.q_bh), _p(r.p_paired), _p(r.p_errormap)]
+                [[r.category, r.a_count, r.b_count, fmt.pct(r.a_share), fmt.pct(r.b_share),
+                  fmt.p_value(r.p_fisher), fmt.p_value(r.q_bh), fmt.p_value(r.p_paired), fmt.p_value(r.p_errormap)]
                  for r in c.categories],
             ))
     if unpaired:
@@ -165,8 +176,9 @@ def _examples(con, analyst: str, models, datasets, domains) -> str:
     """A few failures of each leading category: the question, what the model wrote with the
     analyst's evidence marked, and the analyst's title and summary."""
     sig = signature(con, analyst, models, datasets, domains)
-    totals = sorted(((-n, c) for c, n in sig.group_by("category").agg(
-        n=pl.col("count").sum()).select("category", "n").iter_rows()))
+    # error types first (most failures first), then the labels that are not error types
+    totals = [(neg, c) for _, neg, c in sorted((c in NOT_ERROR_TYPES, -n, c) for c, n in sig.group_by(
+        "category").agg(n=pl.col("count").sum()).select("category", "n").iter_rows())]
     parts = [f"<h2>Example failures of the leading categories</h2><p class=note>Up to "
              f"{EXAMPLES_PER_CATEGORY} per category, from different models where possible; "
              "the analyst's evidence quote is marked in the output.</p>"]
@@ -181,14 +193,14 @@ def _examples(con, analyst: str, models, datasets, domains) -> str:
                 if (d, i, m) not in picked and (pass_ or m not in seen):
                     picked.append((d, i, m))
                     seen.add(m)
-        parts.append(f"<h3 class=category>{_e(category)} ({-neg} failures)</h3>")
+        parts.append(f"<h3 class=category>{_e(category)} ({fmt.plural(-neg, 'failure')})</h3>")
         for d, i, m in picked:
             detail = next(iter(q.instance_detail(con, d, i, analyst, models=[m])), None)
             if detail is None:
                 continue
             criteria = detail["required_criteria"] if isinstance(detail["required_criteria"], list) else []
             quote = next((c.get("evidence") for c in criteria if isinstance(c, dict) and c.get("evidence")), None)
-            refs = "; ".join(str(r.get("text", "")) for r in detail["refs"] or [] if r.get("correct"))
+            refs = fmt.gold(detail["refs"], detail["choices"])
             parts.append(
                 f"<div class=example><p><b>{_e(m)}</b> · {_e(d)} · {_e(i)} — "
                 f"<b>{_e(detail['error_title'] or '')}</b></p>"

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from html import escape
 
+from .fmt import pct as fmt_pct
+
 RED = (214, 39, 40)
 BLUE = "#1f77b4"
 FONT = 'font-family="system-ui,sans-serif" font-size="12"'
+ROUND_SPANS = (0.1, 0.2, 0.4, 0.5, 0.6, 0.8, 1.0)
 
 
 def _t(v) -> str:
@@ -25,18 +28,14 @@ def _svg(width: int, height: int, body: list[str], title: str) -> str:
 
 
 def pct(v: float) -> str:
-    """A share as a percentage; a non-zero share never reads 0%."""
-    if v <= 0:
-        return "0%"
-    if v < 0.01:
-        return "<1%"
-    return f"{v:.0%}"
+    """A share as a percentage with one decimal; a non-zero share never reads 0%."""
+    return fmt_pct(v)
 
 
 def heatmap(rows: list[str], cols: list[str], cells: dict[tuple[str, str], tuple[float, int]],
             title: str) -> str:
     """rows × cols; cell = (share 0–1, count): colour by share, text "share (count)"."""
-    left, top, cw, ch = 230, 150, 74, 30
+    left, top, cw, ch = 230, 150, 96, 30
     width, height = left + cw * len(cols) + 20, top + ch * len(rows) + 50
     body = []
     for j, c in enumerate(cols):
@@ -68,7 +67,9 @@ def intervals(rows: list[tuple[str, float, float, float]], title: str, axis: str
     bottom = top + rh * len(rows)
     fmt = "{:+.0%}" if signed else "{:.0%}"
     if signed:
-        span = min(1.0, 1.1 * max([abs(x) for _, *vals in rows for x in vals] + [0.05]))
+        # the smallest round span that holds every interval: ticks at ±span and ±span/2 are round
+        widest = max([abs(x) for _, *vals in rows for x in vals if x == x] + [0.0])
+        span = next((s for s in ROUND_SPANS if s >= widest), 1.0)
         lo_end, hi_end = -span, span
     else:
         lo_end, hi_end = 0.0, 1.0
@@ -81,7 +82,7 @@ def intervals(rows: list[tuple[str, float, float, float]], title: str, axis: str
         v = lo_end + (hi_end - lo_end) * k / 4
         body.append(f'<line x1="{sx(v):.1f}" x2="{sx(v):.1f}" y1="{top - 6}" y2="{bottom}" '
                     f'stroke="{"#888" if signed and k == 2 else "#ddd"}"/>'
-                    f'<text x="{sx(v):.1f}" y="{bottom + 16}" text-anchor="middle">{fmt.format(v)}</text>')
+                    f'<text x="{sx(v):.1f}" y="{bottom + 16}" text-anchor="middle">{fmt.format(v) if v else "0%"}</text>')
     for i, (label, v, lo, hi) in enumerate(rows):
         y = top + i * rh + rh / 2
         colour = f"rgb{RED}" if signed and v > 0 else BLUE

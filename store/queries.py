@@ -164,6 +164,23 @@ def accuracy(con, models=None, datasets=None, domains=None, by: str | None = Non
     )
 
 
+def domain_accuracy(con, models=None, datasets=None, domains=None,
+                    split: str = MAIN_SPLIT) -> pl.DataFrame:
+    """Per model × dataset × domain: scored questions `n`, passed `correct`, and whether every
+    run behind it is a HELM run (`helm`): HELM's headline averages its runs (one per subject)."""
+    cte, params = _latest_cte(models, datasets, domains, split=split)
+    return _frame(
+        con,
+        f"""{cte}
+        SELECT o.model, o.dataset, o.domain, count(*) AS n, count(*) FILTER (WHERE o.is_correct) AS correct,
+               bool_and(r.source_format = 'helm') AS helm
+        FROM latest o JOIN runs r ON r.run_id = o.run_id
+        GROUP BY ALL ORDER BY ALL
+        """,
+        params,
+    )
+
+
 def analysts(con, models=None, datasets=None, domains=None, split: str = MAIN_SPLIT) -> pl.DataFrame:
     """Per analyst: analysed failures among the models' outcomes, how many have a category, and
     which classifiers assigned them; most analyses first."""
@@ -235,6 +252,32 @@ def category_counts(con, analyst: str, models=None, datasets=None, domains=None,
     )
 
 
+def shared_questions(con, models=None, datasets=None, domains=None,
+                     split: str = MAIN_SPLIT) -> pl.DataFrame:
+    """How many questions each pair of models both answered (paired by dataset and question id):
+    columns a, b (a < b), shared; most shared first, then by name.
+
+    Counted from the sets of models that answered each question: one pass over the outcomes and
+    a handful of distinct sets, never a self-join of every model's outcomes.
+    """
+    cte, params = _latest_cte(models, datasets, domains, split=split)
+    sets = con.execute(
+        f"""{cte}
+        SELECT answered, count(*) FROM (
+            SELECT list(DISTINCT model ORDER BY model) AS answered FROM latest GROUP BY dataset, instance_id)
+        WHERE len(answered) > 1 GROUP BY answered
+        """,
+        params,
+    ).fetchall()
+    shared: dict[tuple[str, str], int] = {}
+    for answered, n in sets:
+        for i, a in enumerate(answered):
+            for b in answered[i + 1:]:
+                shared[(a, b)] = shared.get((a, b), 0) + n
+    rows = sorted(((a, b, n) for (a, b), n in shared.items()), key=lambda r: (-r[2], r[0], r[1]))
+    return pl.DataFrame(rows, schema={"a": pl.String, "b": pl.String, "shared": pl.Int64}, orient="row")
+
+
 # the analyst's label of each side's failure in a pair `p` (two `?`: the analyst, twice)
 _PAIR_LABELS = """LEFT JOIN failure_labels la ON la.analyst = ? AND la.category IS NOT NULL
                                    AND la.run_id = p.a_run AND la.instance_id = p.instance_id
@@ -285,7 +328,8 @@ def discordant(con, a: str, b: str, analyst: str | None, datasets=None, domains=
             LIMIT ? OFFSET ?
         )
         SELECT p.which, p.dataset, p.domain, p.instance_id, p.b_instance_id, i.input_text, i.refs,
-               pa.output_text AS a_output, pb.output_text AS b_output,
+               i.choices, pa.output_text AS a_output, pa.mapped_output AS a_mapped,
+               pb.output_text AS b_output, pb.mapped_output AS b_mapped,
                coalesce(la.category, lb.category) AS category,
                coalesce(la.error_title, lb.error_title) AS error_title
         FROM picked p
@@ -326,17 +370,21 @@ def review_summary(con, analyst: str, models=None, datasets=None, domains=None,
 _OUTCOME_FILTERS = {"failed": " AND NOT o.is_correct", "passed": " AND o.is_correct"}
 
 
+def _outcome_filter(outcome: str | None, category: str | None) -> tuple[str, list]:
+    """The pass/fail and category conditions on outcomes `o` labelled `c`."""
+    where, extra = _OUTCOME_FILTERS[outcome] if outcome else "", []
+    if category:
+        where += " AND c.category = ?"
+        extra.append(category)
+    return where, extra
+
+
 def instance_list(con, analyst: str | None, models=None, datasets=None, domains=None,
                   category: str | None = None, outcome: str | None = None, text: str = "",
                   limit: int = 500, split: str = MAIN_SPLIT) -> pl.DataFrame:
     """Outcomes matching the filters: one row per model × question, with its category if any."""
     cte, params = _latest_cte(models, datasets, domains, split=split)
-    where, extra = "", []
-    if outcome:
-        where += _OUTCOME_FILTERS[outcome]
-    if category:
-        where += " AND c.category = ?"
-        extra.append(category)
+    where, extra = _outcome_filter(outcome, category)
     text_where, text_params = "", []
     if text:
         # plain substring match: % and _ in the search text are not wildcards
@@ -370,6 +418,32 @@ def instance_list(con, analyst: str | None, models=None, datasets=None, domains=
     )
 
 
+def instance_count(con, analyst: str | None, models=None, datasets=None, domains=None,
+                   category: str | None = None, outcome: str | None = None, text: str = "",
+                   split: str = MAIN_SPLIT) -> int:
+    """How many outcomes `instance_list` would list without its limit."""
+    cte, params = _latest_cte(models, datasets, domains, split=split)
+    where, extra = _outcome_filter(outcome, category)
+    texts = ""
+    if text:
+        texts = """JOIN instances i ON i.run_id = o.run_id AND i.instance_id = o.instance_id
+        JOIN predictions p ON p.run_id = o.run_id AND p.instance_id = o.instance_id
+                          AND p.train_trial_index = o.train_trial_index"""
+        where += (" AND (contains(lower(i.input_text), ?) OR contains(lower(p.output_text), ?)"
+                  " OR contains(lower(o.instance_id), ?) OR contains(lower(c.error_title), ?))")
+        extra += [text.lower()] * 4
+    return con.execute(
+        f"""{cte}, classified AS ({_CLASSIFIED})
+        SELECT count(*) FROM latest o
+        LEFT JOIN classified c ON c.run_id = o.run_id AND c.instance_id = o.instance_id
+                              AND c.train_trial_index = o.train_trial_index
+        {texts}
+        WHERE true {where}
+        """,
+        [*params, analyst, *extra],
+    ).fetchall()[0][0]
+
+
 def instance_detail(con, dataset: str, instance_id: str, analyst: str | None,
                     models=None) -> list[dict]:
     """Everything about one question for each model that answered it (whatever its split):
@@ -397,8 +471,13 @@ def instance_detail(con, dataset: str, instance_id: str, analyst: str | None,
                i.choices, p.mapped_output, a.analyst, a.error_title, a.error_summary,
                a.required_criteria, c.category, c.taxonomy_version, c.classifier,
                r.action AS review_action, r.category AS review_category, r.note AS review_note,
-               r.reviewer, r.created_at AS reviewed_at
+               r.reviewer, r.created_at AS reviewed_at,
+               -- how the verdict was reached, and what the harness kept (migration 009)
+               run.main_metric, run.pass_threshold, run.metric_max, run.lower_is_better,
+               run.scale_source, p.verdict_note, p.judge_notes, p.finish_reason, p.output_tokens,
+               p.infra_error, run.max_tokens, run.instructions, i.prompt_text
         FROM latest o
+        JOIN runs run ON run.run_id = o.run_id
         JOIN instances i ON i.run_id = o.run_id AND i.instance_id = o.instance_id
         JOIN predictions p ON p.run_id = o.run_id AND p.instance_id = o.instance_id
                           AND p.train_trial_index = o.train_trial_index
@@ -414,7 +493,7 @@ def instance_detail(con, dataset: str, instance_id: str, analyst: str | None,
     out = []
     for values in rows.fetchall():
         row = dict(zip(columns, values))
-        for key in ("input_messages", "refs", "choices", "required_criteria"):
+        for key in ("input_messages", "refs", "choices", "required_criteria", "judge_notes"):
             if isinstance(row[key], str):
                 row[key] = json.loads(row[key])
         out.append(row)

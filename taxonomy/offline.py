@@ -243,7 +243,7 @@ def criteria(found: Finding, rec: dict) -> list[dict]:
             "present_in_wrong": False,
             "quality": "incorrect",
             "evidence": e.quote,
-            "comment": f"offline detector `{found.detector}`: {found.summary}",
+            "comment": f"offline detector {found.detector}: {found.summary}",
         }
         for e in found.evidence
     ]

@@ -22,7 +22,10 @@ def seed(db, rows: list[dict], analyst: str = "offline", taxonomy_version: str =
     Each row: model, dataset, instance_id, is_correct, and optionally domain, split (default
     "test"), main_split (of its run), settings (a dict; of its run), source_path (of its run),
     question_hash, output, input, title + category (an analysis by `analyst` with that title,
-    classified into that category, stamped from `ingested_at`).
+    classified into that category, stamped from `ingested_at`); and the evidence the readers
+    keep: run (extra RunRecord fields of its run: main_metric, pass_threshold, metric_max,
+    instructions, ...), choices, refs ([(text, correct)]), mapped_output, score, judge_notes,
+    verdict_note, finish_reason, prompt_text.
     """
     runs: dict[tuple, list[dict]] = {}
     for r in rows:
@@ -35,16 +38,20 @@ def seed(db, rows: list[dict], analyst: str = "offline", taxonomy_version: str =
             run_id=run_id, source_format="test", content_hash=run_id, run_name=run_id,
             source_path=items[0].get("source_path", f"/seed/{run_tag}/{run_id}"), model=model,
             dataset=dataset, domain=domain, main_split=items[0].get("main_split"),
-            settings=items[0].get("settings"),
+            settings=items[0].get("settings"), **items[0].get("run", {}),
         )
         instances = [InstanceRecord(
             instance_id=r["instance_id"], raw_instance_id=r["instance_id"], split=r.get("split", "test"),
             input_text=r.get("input", f"question {r['instance_id']}"),
-            refs=[Reference(text="the answer", correct=True)], question_hash=r.get("question_hash"),
+            refs=[Reference(text=t, correct=c) for t, c in r.get("refs", [("the answer", True)])],
+            question_hash=r.get("question_hash"), choices=r.get("choices"), prompt_text=r.get("prompt_text"),
         ) for r in items]
         predictions = [PredictionRecord(
             instance_id=r["instance_id"], output_text=r.get("output", f"{model} says {r['instance_id']}"),
-            score=None if r["is_correct"] is None else float(r["is_correct"]), is_correct=r["is_correct"],
+            score=r.get("score", None if r["is_correct"] is None else float(r["is_correct"])),
+            is_correct=r["is_correct"], mapped_output=r.get("mapped_output"),
+            judge_notes=r.get("judge_notes"), verdict_note=r.get("verdict_note"),
+            finish_reason=r.get("finish_reason"),
         ) for r in items]
         staged.append(stage_run(ParsedRun(run=run, instances=instances, predictions=predictions)))
     with store.write_session(db) as con:

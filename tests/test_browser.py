@@ -102,7 +102,7 @@ def test_fresh_clone_first_start_shows_demo_charts(tmp_path):
     started = time.monotonic()
     with streamlit_app(clone, env, tmp_path / "streamlit.log", timeout=90) as base, chromium() as browser:
         page = browser.new_page()
-        for path, n_charts in (("/", 1), ("/signatures", 2)):
+        for path, n_charts in (("/", 4), ("/signatures", 2)):
             remaining = 90_000 - (time.monotonic() - started) * 1000
             page.goto(base + path)
             settled(page, timeout=max(remaining, 1000))
@@ -190,3 +190,142 @@ def test_compare_page_in_chromium(server):
         link.wait_for(timeout=30_000)
         assert "instances?models=" in link.get_attribute("href")
         assert "outcome=failed" in link.get_attribute("href")
+
+
+# ---- issue 17: pages a researcher trusts (fixture store: mmlu-v1 + safety-v4, analysed offline)
+
+LOCAL_HOSTS = {"127.0.0.1", "localhost"}
+PAGES = ["/", "/signatures", "/compare", "/slices", "/instances", "/taxonomy", "/data"]
+
+
+@pytest.fixture
+def fixture_store(mmlu_db):
+    """mmlu-v1 and safety-v4 in one store, analysed by the offline analyst: two benchmarks whose
+    models share no question across them, so the first two models by name share none."""
+    from ingest import ingest_paths
+    from tests.conftest import SAFETY, run_module
+
+    ingest_paths([SAFETY], db=mmlu_db)
+    proc = run_module("taxonomy", "analyze", "--db", mmlu_db, "--analyst", "offline")
+    assert proc.returncode == 0, proc.stderr
+    return mmlu_db
+
+
+def _recording(page) -> list[str]:
+    """Every request the page makes; one for another host is recorded and refused."""
+    from urllib.parse import urlparse
+
+    seen = []
+
+    def handle(route):
+        url = route.request.url
+        seen.append(url)
+        if url.startswith(("data:", "blob:")) or urlparse(url).hostname in LOCAL_HOSTS:
+            route.continue_()
+        else:
+            route.abort()
+
+    page.route("**/*", handle)
+    return seen
+
+
+def test_no_request_leaves_the_host_on_any_page(fixture_store, tmp_path):
+    from urllib.parse import urlparse
+
+    env = {**os.environ, "FAULTLINE_DB": str(fixture_store)}
+    with streamlit_app(ROOT, env, tmp_path / "streamlit.log") as base, chromium() as browser:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        seen = _recording(page)
+        for path in PAGES + ["/instances?instance=mmlu%3Aanatomy%2Fid138"]:
+            page.goto(base + path)
+            settled(page)
+            page.wait_for_timeout(1500)  # icons and fonts load after the script settles
+            assert page.locator("[data-testid='stException']").count() == 0, path
+        offhost = sorted({u for u in seen if not u.startswith(("data:", "blob:"))
+                          and urlparse(u).hostname not in LOCAL_HOSTS})
+        assert offhost == []
+        # the favicon is ours, served by the app itself
+        icon = page.locator("link[rel='shortcut icon']").get_attribute("href")
+        assert icon.startswith(("/", base)) or urlparse(icon).hostname in LOCAL_HOSTS, icon
+        assert len(seen) > 50  # the recording saw the pages' own requests
+
+
+def test_compare_opens_on_a_pair_that_shares_questions_and_its_chart_downloads_as_svg(fixture_store, tmp_path):
+    import re
+
+    import stats
+    import store
+    from store import queries as q
+
+    with store.read_connection(fixture_store) as con:
+        shared = q.shared_questions(con)
+        best = shared.row(0, named=True)
+        first_two = sorted(q.filter_options(con)["models"])[:2]
+        assert not shared.filter((shared["a"] == first_two[0]) & (shared["b"] == first_two[1])).height
+        c = stats.compare(con, best["a"], best["b"])
+    env = {**os.environ, "FAULTLINE_DB": str(fixture_store)}
+    with streamlit_app(ROOT, env, tmp_path / "streamlit.log") as base, chromium() as browser:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+        page.goto(base + "/compare")
+        settled(page)
+        body = page.inner_text("[data-testid='stMain']")
+        assert f"On {best['shared']} questions both answered" in body, body[:600]
+        assert "No failures analysed yet" not in body
+        assert f"Only A fails ({best['a']})" in body or f"Only A fails ({best['a'][:20]}" in body
+        # the Δ chart, downloaded as SVG: one mark per error type, coloured by the table's finding
+        page.locator("[data-testid='stVegaLiteChart']").first.wait_for(timeout=30_000)
+        with page.expect_download(timeout=60_000) as dl:
+            page.locator("[data-testid='stDownloadButton'] button", has_text="SVG").first.click()
+        svg = Path(dl.value.path()).read_text()
+        assert dl.value.suggested_filename.endswith(".svg") and svg.lstrip().startswith("<svg")
+        labels = re.findall(r'aria-label="([^"]*finding[^"]*)"', svg)
+        marks = {}
+        for label in labels:
+            fields = dict(part.split(": ", 1) for part in label.split("; ") if ": " in part)
+            if "category" in fields and "delta" in fields:
+                marks[fields["category"]] = fields["finding"]
+        assert marks == {r.category: r.finding for r in c.categories}
+        assert all((r.q_bh <= 0.05) == r.finding.startswith("larger in") for r in c.categories)
+
+
+EVIDENCE_RUN = {"main_metric": "exact_match", "pass_threshold": 0.7, "metric_max": 1.0,
+                "lower_is_better": False, "scale_source": "registry",
+                "instructions": "Answer with the letter of the correct option."}
+JUDGE_WORDS = "The answer names Lyon, which is not the capital of France."
+
+
+def evidence_rows() -> list[dict]:
+    """A multiple-choice question two models answered, with the evidence migration 009 keeps:
+    the run's pass rule and instructions, the choices, and a judge's explanation."""
+    common = dict(dataset="geo", domain="capitals", instance_id="q1", input="The capital of France?",
+                  choices={"A": "Paris", "B": "Lyon"}, refs=[("Paris", True), ("Lyon", False)],
+                  run=EVIDENCE_RUN, prompt_text="Answer with the letter.\nThe capital of France?\nA. Paris\nB. Lyon")
+    return [
+        dict(common, model="m-small", is_correct=False, output="B", mapped_output="Lyon", score=0.0,
+             judge_notes=[{"judge": "gpt-4o", "criterion": "accuracy", "score": 1, "explanation": JUDGE_WORDS}],
+             title="Picks a distractor", category="Factual Error"),
+        dict(common, model="m-large", is_correct=True, output="A", mapped_output="Paris", score=1.0),
+    ]
+
+
+def test_instance_view_shows_score_rule_judge_words_and_the_chosen_option(tmp_path):
+    db = tmp_path / "evidence.duckdb"
+    seed(db, evidence_rows())
+    env = {**os.environ, "FAULTLINE_DB": str(db)}
+    with streamlit_app(ROOT, env, tmp_path / "streamlit.log") as base, chromium() as browser:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(base + "/instances")
+        settled(page)
+        # it opens on the failures, saying how many there are
+        assert "1 failed outcome" in page.inner_text("[data-testid='stMain']")
+        page.goto(base + "/instances?instance=geo%3Aq1")
+        settled(page)
+        page.get_by_text("Task instructions").first.click()
+        page.wait_for_timeout(500)
+        body = page.inner_text("[data-testid='stMain']")
+        assert "exact_match = 0 · pass when exact_match ≥ 0.7 (scale 0–1, from the registry)" in body
+        assert "exact_match = 1 · pass when exact_match ≥ 0.7" in body
+        assert "failed" in body and "passed" in body
+        assert "chose B · Lyon" in body and "gold A · Paris" in body
+        assert JUDGE_WORDS in body and "gpt-4o · accuracy · score 1" in body
+        assert "Answer with the letter of the correct option." in body

@@ -49,3 +49,11 @@ def test_links_between_readme_and_docs_lead_to_files():
     assert broken == []
     linked = set(LINK.findall((ROOT / "README.md").read_text()))
     assert {f"docs/{p.name}" for p in DOCS.glob("*.md")} <= linked, "every reference page is linked from the README"
+
+
+def test_readme_shows_a_screenshot_kept_in_the_repository():
+    images = re.findall(r"!\[[^\]]+\]\(([^)\s]+\.png)\)", (ROOT / "README.md").read_text())
+    assert images, "the README's first screen shows what the tool looks like"
+    for image in images:
+        path = ROOT / image
+        assert path.is_file() and path.stat().st_size < 300_000, image

@@ -21,7 +21,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.conftest import MMLU_SUITE, requires_fixtures, run_module
 from tests.seed_store import label_failures, seed
-from ui.columns import p_value
+from stats.fmt import p_value
 from ui.text import md
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -79,6 +79,11 @@ def run_page(page: str | None = None, **params) -> AppTest:
 
 def charts(at) -> list:
     return at.get("vega_lite_chart")
+
+
+def frame_with(at, *cols: str):
+    """The first dataframe on the page holding all these columns."""
+    return next(d.value for d in at.dataframe if set(cols) <= set(d.value.columns))
 
 
 @requires_fixtures
@@ -146,23 +151,52 @@ def test_compare_page_matches_helm_and_url(labelled_mmlu):
     assert metrics[f"Only B fails ({md(B)})"] == str(b_only)
     assert metrics["p (two-sided)"] == p_value(binomtest(a_only, a_only + b_only, 0.5).pvalue)
     assert md(f"{A} fails significantly more often than {B}") in at.markdown[0].value
-    table = at.dataframe[0].value
-    assert sorted(table["category"]) == sorted(CATEGORIES)
+    table = frame_with(at, "finding", "q_text")
+    # Hard to Analyze is not an error type: listed apart, never tested
+    assert sorted(table["category"]) == sorted(c for c in CATEGORIES if c != "Hard to Analyze")
+    apart = next(d.value for d in at.dataframe
+                 if list(d.value.columns) == ["category", "a_count", "b_count", "a_share", "b_share"])
+    assert list(apart["category"]) == ["Hard to Analyze"]
+    # every failure is labelled: error types plus the labels apart add up to HELM's failures
     fails = per_model(em, False)
-    assert table["a_count"].sum() == fails[A] and table["b_count"].sum() == fails[B]
+    assert int(table["a_count"].sum()) + int(apart["a_count"].sum()) == fails[A]
+    assert int(table["b_count"].sum()) + int(apart["b_count"].sum()) == fails[B]
     assert len(charts(at)) == 1
-    only_a, only_b = at.dataframe[1].value, at.dataframe[2].value
+    only_a, only_b = (frame_with(at, "a_output", "reference"), at.dataframe[-1].value)
     # each tab pages through its own side, 50 at a time
     assert a_only > 50 and (len(only_a), len(only_b)) == (50, min(b_only, 50))
     assert {"input_text", "reference", "a_output", "b_output"} <= set(only_a.columns)
     # both logs are HELM's, so every pair shares its id and B's own id is not repeated
     assert "b_instance_id" not in only_a.columns
     at.number_input(key="page_a").set_value(2).run()
-    assert len(at.dataframe[1].value) == min(a_only - 50, 50) and len(at.dataframe[2].value) == min(b_only, 50)
+    assert len(at.dataframe[-2].value) == min(a_only - 50, 50) and len(at.dataframe[-1].value) == min(b_only, 50)
     with duckdb.connect(str(labelled_mmlu), read_only=True) as con:
-        outputs = dict(con.execute("SELECT instance_id, output_text FROM outcomes WHERE model = ?",
+        outputs = dict(con.execute("SELECT o.instance_id, o.output_text || ' · ' || (i.choices ->> trim(o.output_text)) "
+                                   "FROM outcomes o JOIN instances i USING (run_id, instance_id) WHERE model = ?",
                                    [A]).fetchall())
+    # a multiple-choice answer reads as its letter and the option's text, beside the gold
     assert all(outputs[i] == o for i, o in zip(only_a["instance_id"], only_a["a_output"]))
+    assert all(" · " in r for r in only_a["reference"])
+
+
+def test_compare_chart_marks_and_table_from_one_test(labelled_mmlu):
+    """The Δ chart colours each error type by the table's finding; significant = BH q ≤ 0.05."""
+    at = run_page("pages/compare.py", a=A, b=B)
+    table = frame_with(at, "finding", "q_text")
+    spec = json.loads(charts(at)[0].proto.spec)
+    layers = spec["layer"]
+    assert any(layer.get("encoding", {}).get("color", {}).get("field") == "finding" for layer in layers)
+    legend = [layer["encoding"]["color"] for layer in layers if "color" in layer.get("encoding", {})][0]
+    assert legend["title"].startswith("Finding") and set(legend["scale"]["domain"]) == set(table["finding"])
+    import stats
+    import store
+
+    with store.read_connection(labelled_mmlu) as con:
+        c = stats.compare(con, A, B)
+    for row in table.to_dict("records"):
+        r = next(x for x in c.categories if x.category == row["category"])
+        assert row["q_text"] == p_value(r.q_bh) and row["finding"] == r.finding
+        assert (r.q_bh <= 0.05) == row["finding"].startswith("larger in")
 
 
 def test_compare_page_domain_filter(labelled_mmlu):
@@ -172,17 +206,26 @@ def test_compare_page_domain_filter(labelled_mmlu):
     assert at.selectbox(key="a").value == B and at.selectbox(key="b").value == A
     # naming two models in the shared filter narrows the choice of A and B to them
     at = run_page("pages/compare.py", models=[B, A])
-    assert at.selectbox(key="a").options == [B, A] and at.selectbox(key="b").value == A
+    assert at.selectbox(key="a").options == [B, A]
+    assert {at.selectbox(key="a").value, at.selectbox(key="b").value} == {A, B}
 
 
 def test_signatures_page(labelled_mmlu):
     at = run_page("pages/signatures.py")
-    sig = at.dataframe[0].value
+    sig = frame_with(at, "per_100", "failures")
+    apart = frame_with(at, "labelled", "share")
     em = main_em(labelled_mmlu)
-    failures = sig.groupby("model")["count"].sum().to_dict()
+    # error types in the signature, Hard to Analyze apart; together every failure HELM counts
+    assert "Hard to Analyze" not in set(sig["category"]) and set(apart["category"]) == {"Hard to Analyze"}
+    failures = (sig.groupby("model")["count"].sum() + apart.groupby("model")["count"].sum()).to_dict()
     assert failures == per_model(em, False)
+    # an error type's share is of the model's failures with an error type
+    typed = sig.groupby("model")["count"].sum()
+    assert (sig["share"] == sig["count"] / sig["model"].map(typed)).all()
+    assert (apart["share"] == apart["count"] / apart["model"].map(per_model(em, False))).all()
     assert (sig["per_100"] == 100 * sig["count"] / sig["model"].map(per_model(em))).all()
     assert len(charts(at)) == 2
+    assert any("offline analyst" in c.value for c in at.caption)
     # the cell picker links to the filtered instances page
     at.selectbox(key="cell_model").select(A)
     at.selectbox(key="cell_category").select("Factual Error")
@@ -191,23 +234,29 @@ def test_signatures_page(labelled_mmlu):
     assert len(links) == 1 and links[0].label == f"Open {md(A)}'s Factual Error failures →"
     assert links[0].query_string == (
         "models=groq%2Fllama3-8b-8192&category=Factual+Error&outcome=failed&analyst=offline")
-    reviews = at.dataframe[1].value
+    reviews = frame_with(at, "reviewed")
     assert reviews["reviewed"].sum() == 0
 
 
 def test_signatures_measure_from_url(labelled_mmlu):
     at = run_page("pages/signatures.py", measure="count", models=[A])
     assert at.get("button_group")[0].value == "count"
-    assert set(at.dataframe[0].value["model"]) == {A}
+    assert set(frame_with(at, "per_100")["model"]) == {A}
 
 
 def test_slices_page(labelled_mmlu):
     at = run_page("pages/slices.py", models=[A])
-    by_dataset, by_domain = at.dataframe[0].value, at.dataframe[1].value
+    frames = [d.value for d in at.dataframe]
+    by_dataset = [f for f in frames if "dataset" in f.columns]
+    by_domain = [f for f in frames if "domain" in f.columns]
     em = main_em(labelled_mmlu)
-    assert set(by_dataset["dataset"]) == {"mmlu"} and by_dataset["count"].sum() == per_model(em, False)[A]
+    # error types in the chart's table, the labels that are not error types in their own table
+    assert [set(f["category"]) == {"Hard to Analyze"} for f in by_dataset] == [False, True]
+    assert set(by_dataset[0]["dataset"]) == {"mmlu"}
+    assert sum(f["count"].sum() for f in by_dataset) == per_model(em, False)[A]
     fails = Counter(s for (m, s, _), ok in em.items() if m == A and not ok)
-    assert by_domain.groupby("domain")["count"].sum().to_dict() == dict(fails)
+    assert (by_domain[0].groupby("domain")["count"].sum().add(
+        by_domain[1].groupby("domain")["count"].sum(), fill_value=0).to_dict()) == dict(fails)
     assert len(charts(at)) == 2
 
 
@@ -288,9 +337,17 @@ def test_instances_filters(labelled_mmlu):
     at = run_page("pages/instances.py", models=[A], outcome="failed", category="Factual Error")
     rows = at.dataframe[0].value
     assert set(rows["model"]) == {A} and set(rows["category"]) == {"Factual Error"}
-    assert not rows["is_correct"].any()
+    assert set(rows["passed"]) == {"no"}
+    # with no outcome in the link the page opens on the failures, saying how many there are
     at = run_page("pages/instances.py", text="anatomy/id138")
+    em = main_em(labelled_mmlu)
+    failed = sum(1 for (_, s, i), ok in em.items() if f"{s}/{i}" == "anatomy/id138" and not ok)
     assert set(at.dataframe[0].value["instance_id"]) == {"anatomy/id138"}
+    assert len(at.dataframe[0].value) == failed and set(at.dataframe[0].value["passed"]) == {"no"}
+    assert any(c.value.startswith(f"{failed} failed outcome") for c in at.caption)
+    at = run_page("pages/instances.py", models=[A])
+    total = per_model(em, False)[A]
+    assert total > 0 and any(c.value.startswith(f"{total:,} failed outcomes") for c in at.caption)
 
 
 @pytest.fixture
@@ -316,8 +373,9 @@ def test_every_page_on_offline_analysis(offline_mmlu):
         assert not at.error, (page, [e.value for e in at.error])
     described = run_page("pages/taxonomy.py").dataframe[0].value
     assert list(described["name"]) == load_taxonomy().names
-    sig = run_page("pages/signatures.py").dataframe[0].value
-    assert sig["count"].sum() == sum(per_model(main_em(offline_mmlu), False).values())
+    at = run_page("pages/signatures.py")
+    labelled = frame_with(at, "per_100")["count"].sum() + frame_with(at, "labelled")["count"].sum()
+    assert labelled == sum(per_model(main_em(offline_mmlu), False).values())
 
 
 def test_menu_links_carry_shared_filters(labelled_mmlu):
@@ -336,7 +394,7 @@ def test_filter_change_writes_the_url(labelled_mmlu):
     at.multiselect(key="domains").select("virology")
     at.run()
     assert at.query_params["domains"] == ["anatomy", "virology"]
-    assert at.dataframe[1].value["domain"].tolist().count("virology") > 0
+    assert frame_with(at, "domain")["domain"].tolist().count("virology") > 0
     at.multiselect(key="domains").unselect("anatomy").unselect("virology")
     at.run()
     assert "domains" not in at.query_params
@@ -392,13 +450,13 @@ def test_pages_on_safety_runs_without_domains(safety_db, monkeypatch):
         assert not run_page(page).error
     at = run_page("pages/compare.py", a="meta/llama-3-8b-chat", b="openai/gpt-4o-2024-05-13")
     assert {m.label: m.value for m in at.metric}["Questions both answered"] == "200"
-    slices = run_page("pages/slices.py").dataframe[1].value
+    slices = frame_with(run_page("pages/slices.py"), "domain")
     assert set(slices["domain"]) == {"(none)"}
 
 
 def test_links_to_instance_details(labelled_mmlu):
     at = run_page("pages/compare.py", a=A, b=B)
-    only_a = at.dataframe[1].value
+    only_a = frame_with(at, "open", "a_output")
     first = only_a.iloc[0]
     assert first["open"] == ("instances?instance=mmlu%3A" + first["instance_id"].replace("/", "%2F")
                              + "&models=groq%2Fllama3-8b-8192&models=together%2FLlama-3-70b-chat-hf"
@@ -420,10 +478,15 @@ def test_compare_says_when_too_small(tmp_db, monkeypatch):
     seed(tmp_db, rows)
     monkeypatch.setenv("FAULTLINE_DB", str(tmp_db))
     at = run_page("pages/compare.py", a="X", b="Y")
-    assert md("only 2 discordant question(s), too few to tell the models apart") in at.markdown[0].value
-    captions = " ".join(c.value for c in at.caption)
-    assert "Too few failures to tell shares apart" in captions and "Refusal" in captions
-    assert "Too few paired discordant failures" in captions
+    # plain words and right plurals: "passes 0 times ... twice", "only 2 questions where they differ"
+    assert at.markdown[0].value == md(
+        "On 4 questions both answered, X fails where Y passes 0 times, and Y fails where X passes "
+        "twice: only 2 questions where they differ, too few to tell the models apart "
+        "(McNemar exact p = 0.5).", 2000)
+    table = frame_with(at, "finding")
+    assert list(table["finding"]) == ["too few to tell"] and list(table["category"]) == ["Refusal"]
+    paired = frame_with(at, "p_paired_text")
+    assert (paired["a_only_fail"].tolist(), paired["b_only_fail"].tolist()) == ([0], [2])
 
 
 def test_compare_names_bs_own_id_when_questions_paired_by_text(tmp_db, monkeypatch):
@@ -436,7 +499,7 @@ def test_compare_names_bs_own_id_when_questions_paired_by_text(tmp_db, monkeypat
     monkeypatch.setenv("FAULTLINE_DB", str(tmp_db))
     at = run_page("pages/compare.py", a="A", b="B")
     assert {m.label: m.value for m in at.metric}["Questions both answered"] == "4"
-    only_a, only_b = at.dataframe[0].value, at.dataframe[1].value
+    only_a, only_b = at.dataframe[-2].value, at.dataframe[-1].value
     assert list(zip(only_a["instance_id"], only_a["b_instance_id"])) == [
         ("helm-0", "inspect-3"), ("helm-2", "inspect-1")]
     assert list(zip(only_b["instance_id"], only_b["b_instance_id"])) == [("helm-3", "inspect-0")]
@@ -544,7 +607,7 @@ def test_first_start_shows_the_demo_under_a_banner(no_store):
     metrics = {m.label: m.value for m in at.metric}
     assert (metrics["Runs"], metrics["Models"], metrics["Datasets"], metrics["Predictions"],
             metrics["Failures"]) == ("44", "4", "4", "488", "139")
-    assert len(charts(at)) == 1
+    assert len(charts(at)) == 4  # accuracy: one full-width chart per dataset
     assert [b.label for b in at.button if b.label == "Start with an empty store"]
     assert not no_store.exists()  # the demo lives in its own file, the user's store is untouched
     for page in PAGES[1:]:
@@ -561,11 +624,14 @@ def test_demo_compare_matches_the_planted_difference(no_store):
     assert metrics[f"Only A fails ({md('demo/atlas-7b')})"] == "39"
     assert metrics[f"Only B fails ({md('demo/atlas-70b')})"] == "11"
     assert metrics["p (two-sided)"] == "9.0e-05"
-    table = at.dataframe[0].value.set_index("category")
+    table = frame_with(at, "finding").set_index("category")
     assert table.loc["Calculation Error", ["a_count", "b_count"]].tolist() == [14, 0]
-    assert table.loc["Calculation Error", "p_fisher"] < 0.05 <= table.loc["Constraint Violation", "p_fisher"]
-    assert (len(at.dataframe[1].value), len(at.dataframe[2].value)) == (39, 11)
-    only_a = at.dataframe[1].value
+    # the planted difference: atlas-7b's calculation errors (shares of failures with an error type)
+    assert float(table.loc["Calculation Error", "p_fisher_text"]) < 0.05
+    assert table.loc["Calculation Error", "finding"] == "larger in A"
+    assert set(table["finding"]) <= {"larger in A", "larger in B", "not significant", "too few to tell"}
+    assert (len(at.dataframe[-2].value), len(at.dataframe[-1].value)) == (39, 11)
+    only_a = at.dataframe[-2].value
     math = only_a[only_a["dataset"] == "demo_math"]
     assert len(math) > 0 and math["reference"].str.fullmatch(r"\d+").all()  # the gold answer beside the outputs
 
@@ -705,5 +771,60 @@ def test_compare_hides_categories_when_no_question_is_shared(tmp_db, monkeypatch
 
 def test_overview_offers_the_report_download(no_store):
     at = run_page()
-    buttons = at.get("download_button")
-    assert len(buttons) == 1 and "static report" in buttons[0].proto.label
+    buttons = [b.proto for b in at.get("download_button")]
+    assert [b.label for b in buttons if "static report" in b.label] == ["Download a static report (HTML)"]
+    # every chart has its SVG and PNG download (4 datasets, 4 accuracy charts)
+    assert sorted(b.label for b in buttons if b.label in ("SVG", "PNG")) == ["PNG"] * 4 + ["SVG"] * 4
+
+
+def test_compare_opens_on_the_pair_sharing_the_most_questions(tmp_db, monkeypatch):
+    """'a-first' and 'b-second' come first by name but share no question; the page opens on the
+    pair that shares the most, and on A's best partner when the link names only A."""
+    rows = [dict(model="a-first", dataset="one", instance_id=f"q{i}", is_correct=i % 2 == 0) for i in range(3)]
+    rows += [dict(model="b-second", dataset="two", instance_id=f"q{i}", is_correct=i % 3 == 0) for i in range(6)]
+    rows += [dict(model=m, dataset="two", instance_id=f"q{i}", is_correct=(i + k) % 4 == 0)
+             for k, m in enumerate(["c-third", "d-fourth"]) for i in range(5)]
+    rows += [dict(model="d-fourth", dataset="one", instance_id=f"q{i}", is_correct=True) for i in range(3)]
+    seed(tmp_db, rows)
+    monkeypatch.setenv("FAULTLINE_DB", str(tmp_db))
+    at = run_page("pages/compare.py")
+    # shared: b/c 5, b/d 5, c/d 5, a/d 3 -> ties by name: b-second and c-third
+    assert (at.selectbox(key="a").value, at.selectbox(key="b").value) == ("b-second", "c-third")
+    assert {m.label: m.value for m in at.metric}["Questions both answered"] == "5"
+    at = run_page("pages/compare.py", a="a-first")
+    assert at.selectbox(key="b").value == "d-fourth"
+    assert {m.label: m.value for m in at.metric}["Questions both answered"] == "3"
+    # no analysis at all: the message says so; a store with analyses of others says that instead
+    assert any("No failures analysed yet" in i.value for i in at.info)
+
+
+def test_compare_never_says_nothing_is_analysed_when_others_are(tmp_db, monkeypatch):
+    rows = [dict(model=m, dataset="ds", instance_id=f"q{i}", is_correct=i % 2 == 0) for m in ("A", "B") for i in range(4)]
+    rows += [dict(model="C", dataset="other", instance_id="q0", is_correct=False, title="t", category="Refusal")]
+    seed(tmp_db, rows)
+    monkeypatch.setenv("FAULTLINE_DB", str(tmp_db))
+    at = run_page("pages/compare.py", a="A", b="B")
+    infos = " ".join(i.value for i in at.info)
+    assert "No failures analysed yet" not in infos
+    assert "the store holds 1 analysed failures outside that" in infos.replace("\\", "") or \
+        "holds 1 analysed" in infos.replace("\\", "")
+
+
+def test_instance_view_shows_the_verdict_rule_judges_and_chosen_option(tmp_db, monkeypatch):
+    from tests.test_browser import JUDGE_WORDS, evidence_rows
+
+    seed(tmp_db, evidence_rows())
+    monkeypatch.setenv("FAULTLINE_DB", str(tmp_db))
+    at = run_page("pages/instances.py", instance="geo:q1")
+    captions = [c.value for c in at.caption]
+    rule = md("pass when exact_match ≥ 0.7 (scale 0–1, from the registry)", 400)
+    assert sorted(c for c in captions if c.startswith(md("exact_match"))) == [
+        f"{md('exact_match')} = 0 · {rule}", f"{md('exact_match')} = 1 · {rule}"]
+    marks = [m.value for m in at.markdown]
+    assert f"chose **{md('B · Lyon')}**  \ngold **{md('A · Paris')}**" in marks
+    assert any(JUDGE_WORDS == t.value for t in at.text)
+    assert any(c == f"{md('gpt-4o')} · {md('accuracy')} · score 1" for c in captions)
+    assert any("Answer with the letter of the correct option." == t.value for t in at.text)
+    refs = frame_with(at, "option", "reference", "correct")
+    assert refs.to_dict("records") == [{"option": "A", "reference": "Paris", "correct": "yes"},
+                                       {"option": "B", "reference": "Lyon", "correct": "no"}]

@@ -76,10 +76,18 @@ def _expected(db, a, b, analyst="offline"):
     con.close()
     n10 = sum(1 for ac, bc, _, _ in pairs if not ac and bc)
     n01 = sum(1 for ac, bc, _, _ in pairs if ac and not bc)
-    counts = {(m, c): n for m, c, n in fails}
+    labels = {(m, c): n for m, c, n in fails}
+    a_labelled = sum(n for (m, _), n in labels.items() if m == a)
+    b_labelled = sum(n for (m, _), n in labels.items() if m == b)
+    # only error types are tested; Other, Hard to Analyze and No Model Error are counted apart
+    not_errors = ("Other", "Hard to Analyze", "No Model Error")
+    counts = {k: n for k, n in labels.items() if k[1] not in not_errors}
     at = sum(n for (m, _), n in counts.items() if m == a)
     bt = sum(n for (m, _), n in counts.items() if m == b)
     cats = sorted({c for _, c in counts})
+    apart = {c: dict(a_count=labels.get((a, c), 0), b_count=labels.get((b, c), 0),
+                     a_share=labels.get((a, c), 0) / a_labelled, b_share=labels.get((b, c), 0) / b_labelled)
+             for c in not_errors if (a, c) in labels or (b, c) in labels}
     rows = {}
     for c in cats:
         ac, bc = counts.get((a, c), 0), counts.get((b, c), 0)
@@ -92,7 +100,7 @@ def _expected(db, a, b, analyst="offline"):
         rows[c]["q_bh"] = qv
     p = sst.binomtest(n10, n10 + n01, 0.5).pvalue if n10 + n01 else 1.0
     return dict(a_only_fail=n10, b_only_fail=n01, p=p, n_pairs=len(pairs), categories=rows,
-                a_total=at, b_total=bt)
+                a_total=at, b_total=bt, a_labelled=a_labelled, b_labelled=b_labelled, apart=apart)
 
 
 def _assert_matches(result: dict, exp: dict):
@@ -104,6 +112,13 @@ def _assert_matches(result: dict, exp: dict):
     for cat, e in exp["categories"].items():
         for key, v in e.items():
             assert got[cat][key] == pytest.approx(v, rel=1e-12), (cat, key)
+    assert (result["a_total"], result["b_total"]) == (exp["a_total"], exp["b_total"])
+    assert (result["a_labelled"], result["b_labelled"]) == (exp["a_labelled"], exp["b_labelled"])
+    apart = {c["category"]: c for c in result["not_error_types"]}
+    assert set(apart) == set(exp["apart"])
+    for cat, e in exp["apart"].items():
+        for key, v in e.items():
+            assert apart[cat][key] == pytest.approx(v, rel=1e-12), (cat, key)
 
 
 def test_compare_synthetic_matches_scipy(tmp_db):
@@ -254,8 +269,11 @@ def test_compare_mmlu_matches_scipy(mmlu_db, capsys):
     exp = _expected(mmlu_db, a, b)
     # HELM's exact_match: 61 and 113 of 200 pass over both splits, 55 and 96 of the 176 test questions
     n, a_pass, b_pass = {None: (200, 61, 113), "test": (176, 55, 96)}[_main_split(mmlu_db)]
-    assert exp["n_pairs"] == n and exp["a_total"] == n - a_pass and exp["b_total"] == n - b_pass
+    assert exp["n_pairs"] == n and exp["a_labelled"] == n - a_pass and exp["b_labelled"] == n - b_pass
     _assert_matches(data, exp)
+    # MMLU_CATEGORIES holds Hard to Analyze: counted apart, never among the tested categories
+    assert "Hard to Analyze" in {c["category"] for c in data["not_error_types"]}
+    assert "Hard to Analyze" not in {c["category"] for c in data["categories"]}
 
 
 def test_compare_mmlu_offline_analysis_matches_scipy(mmlu_db, capsys):
@@ -266,7 +284,7 @@ def test_compare_mmlu_offline_analysis_matches_scipy(mmlu_db, capsys):
     data = json.loads(capsys.readouterr().out)
     exp = _expected(mmlu_db, a, b)
     n, a_pass, b_pass = {None: (200, 89, 95), "test": (176, 78, 83)}[_main_split(mmlu_db)]
-    assert exp["a_total"] == n - a_pass and exp["b_total"] == n - b_pass
+    assert exp["a_labelled"] == n - a_pass and exp["b_labelled"] == n - b_pass
     _assert_matches(data, exp)
 
 
@@ -286,3 +304,39 @@ def test_report_on_mixed_datasets_compares_only_models_that_share_questions(mmlu
     assert "nan" not in page
     # accuracy is per dataset: a model on two datasets has two rows
     assert page.count("<td>meta/llama-3-8b-chat</td>") == 2
+
+
+def test_labels_that_are_not_error_types_are_counted_apart_and_never_tested(tmp_db):
+    """Hard to Analyze, Other and No Model Error: outside the shares' denominators, the tests and
+    Benjamini–Hochberg (before the fix, Hard to Analyze 20 vs 2 was a 'finding' with q < 0.05)."""
+    rows = []
+    for i in range(60):
+        a_cat = ("Hard to Analyze" if i < 20 else "Calc" if i < 23 else "Lang" if i < 24
+                 else "Other" if i < 26 else None)
+        b_cat = ("Hard to Analyze" if i < 2 else "Calc" if i < 14 else "Fact" if i < 20
+                 else "No Model Error" if i < 23 else None)
+        rows.append(dict(model="A", dataset="ds", instance_id=f"q{i}", is_correct=a_cat is None,
+                         **({"title": f"a {a_cat}", "category": a_cat} if a_cat else {})))
+        rows.append(dict(model="B", dataset="ds", instance_id=f"q{i}", is_correct=b_cat is None,
+                         **({"title": f"b {b_cat}", "category": b_cat} if b_cat else {})))
+    seed(tmp_db, rows)
+    with store.read_connection(tmp_db) as con:
+        r = stats.compare(con, "A", "B")
+    assert [c.category for c in r.categories] == ["Fact", "Lang", "Calc"]  # by |Δ share|
+    assert (r.a_total, r.b_total, r.a_labelled, r.b_labelled) == (4, 18, 26, 23)
+    tables = {"Calc": [[3, 1], [12, 6]], "Fact": [[0, 4], [6, 12]], "Lang": [[1, 3], [0, 18]]}
+    fisher = {c: sst.fisher_exact(tab).pvalue for c, tab in tables.items()}
+    q = dict(zip(fisher, sst.false_discovery_control(list(fisher.values()))))
+    for c in r.categories:
+        assert (c.p_fisher, c.q_bh) == (pytest.approx(fisher[c.category]), pytest.approx(q[c.category]))
+    apart = {c.category: (c.a_count, c.b_count) for c in r.not_error_types}
+    assert apart == {"Other": (2, 0), "Hard to Analyze": (20, 2), "No Model Error": (0, 3)}
+    assert {c.category: c.a_share for c in r.not_error_types}["Hard to Analyze"] == pytest.approx(20 / 26)
+    # B has no Lang at all: the paper's check under the stronger model's share 0 is undefined,
+    # not "p = 0" (a binomial with rate 0 makes any count impossible)
+    by = {c.category: c for c in r.categories}
+    assert r.weaker == "A" and by["Lang"].b_count == 0 and by["Lang"].p_errormap is None
+    assert by["Calc"].p_errormap == pytest.approx(
+        sst.binomtest(3, 4, 12 / 18, alternative="greater").pvalue)
+    assert json.loads(json.dumps(r.to_json()))["not_error_types"][1] == {
+        "category": "Hard to Analyze", "a_count": 20, "b_count": 2, "a_share": 20 / 26, "b_share": 2 / 23}

@@ -1,6 +1,7 @@
 """Shared Streamlit helpers: cached data access, URL-bound filters, charts, the share link."""
 
-from .data import active_db, is_demo, load, no_analyses, public_message, read_only, report_html, require_data
+from .data import (active_db, is_demo, load, no_analyses, offline_caveat, public_message, read_only, report_html,
+                   require_data)
 from .filters import Filters, analyst_picker, sidebar_filters
 from . import setup
 from .nav import configure_page
@@ -8,5 +9,6 @@ from .share import page_url, share_link
 from .text import md
 
 __all__ = ["Filters", "active_db", "analyst_picker", "configure_page", "is_demo", "load", "md", "no_analyses",
+           "offline_caveat",
            "page_url", "public_message", "read_only", "report_html", "require_data", "share_link", "setup",
            "sidebar_filters"]

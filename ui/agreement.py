@@ -43,7 +43,7 @@ def panel(analyst: str, f: Filters) -> str:
                 "queue proposes a sample across categories and models — or compare with another analyst.")
         return against
     c1, c2, c3 = st.columns(3)
-    c1.metric("Failures labelled by both", report.n)
+    c1.metric("Failures labelled by both", f"{report.n:,}")
     c2.metric("Raw agreement", f"{report.agreement:.1%}")
     if report.kappa is None:
         c3.metric("Cohen's κ", "undefined")
@@ -57,8 +57,7 @@ def panel(analyst: str, f: Filters) -> str:
     left, right = st.columns(2)
     left.caption("Per category: precision and recall of the analyst against the reference")
     left.dataframe(per, hide_index=True, column_config=_config(
-        per, precision=st.column_config.NumberColumn("Precision", format="percent"),
-        recall=st.column_config.NumberColumn("Recall", format="percent")))
+        per, precision=columns.percent("Precision"), recall=columns.percent("Recall")))
     right.caption("Confusion (rows: reference, columns: analyst)")
     right.dataframe(pl.DataFrame({"reference": report.labels,
                                   **{c: [row[j] for row in report.matrix] for j, c in enumerate(report.labels)}}),

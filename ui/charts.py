@@ -1,33 +1,126 @@
-"""Altair chart builders; they take the frames the stats/queries layer returns, unchanged."""
+"""Altair charts fit for a paper, and the one way pages draw them (`show`): full width, labels of
+at least 12 px in dark ink, one colour per taxonomy category on every page, a legend for every
+colour, and each chart downloadable as SVG and PNG (drawn on the server by vl-convert, offline).
+
+Builders take the frames the stats/queries layer returns, unchanged.
+"""
 
 from __future__ import annotations
 
+import re
+import zlib
+
 import altair as alt
 import polars as pl
+import streamlit as st
 
-from .columns import PERCENT
+from stats.fmt import D3_PERCENT as PERCENT
+from taxonomy.catalog import NOT_ERROR_TYPES
 
 CELL = "cell"  # the selection name pages read back from st.altair_chart
 ROW = 34  # px per heatmap row: room for the number in each cell
+INK, MUTED = "#262730", "#555a66"
+FONT_SIZE = 13
 # category names above the columns, steep enough that 20 of them fit side by side; Vega-Lite
 # otherwise drops labels that overlap, and a column then seems to belong to its neighbour's name
-TOP_LABELS = alt.Axis(labelAngle=-60, labelLimit=220, labelOverlap=False, orient="top")
+TOP_LABELS = alt.Axis(labelAngle=-50, labelLimit=240, labelOverlap=False, orient="top")
 # text on a cell darker than this share of the colour scale is drawn white
 DARK = 0.55
+DOWNLOAD_WIDTH = 900  # px: a downloaded chart has no container to fill
 
+# One colour per category, the same on every page: the 18 ErrorAtlas error types take Tableau's
+# 20 colours less its two greys, in the taxonomy's order; labels that are not error types are
+# grey; a category of a custom taxonomy gets a colour from its name (stable across pages/runs).
+_TABLEAU = ["#1f77b4", "#aec7e8", "#ff7f0e", "#ffbb78", "#2ca02c", "#98df8a", "#d62728", "#ff9896",
+            "#9467bd", "#c5b0d5", "#8c564b", "#c49c94", "#e377c2", "#f7b6d2", "#bcbd22", "#dbdb8d",
+            "#17becf", "#9edae5"]
+_ERRORATLAS = ["Calculation Error", "Reasoning Error", "Incomplete Content", "Constraint Violation",
+               "Language Issue", "Data Extraction", "Naming Error", "Incorrect Method/Application",
+               "Factual Error", "Formatting Error", "Question Misinterpretation", "Code Error",
+               "Unwarranted Assumption", "Irrelevant/Off-Topic", "Verbosity", "Policy Violation",
+               "Refusal", "Hallucination"]
+_GREYS = dict(zip(NOT_ERROR_TYPES, ["#8c8c8c", "#b5b5b5", "#d9d9d9"]))
+CATEGORY_COLOURS = {**dict(zip(_ERRORATLAS, _TABLEAU)), **_GREYS}
+
+# the compare page's findings: the chart's marks and the table's column say the same thing
+FINDINGS = {"larger in B": "#d62728", "larger in A": "#1f77b4", "not significant": "#8c8c8c",
+            "too few to tell": "#c7c7c7"}
+
+# legend formats: round ticks (0%, 20%, …); cells and tooltips carry the one-decimal figures
 MEASURES = {
-    "share": ("share of the model's classified failures", PERCENT),
-    "count": ("failures in the category", "d"),
+    "share": ("share of the model's failures with an error type", ".0%"),
+    "count": ("failures in the category", ",d"),
     "per_100": ("failures per 100 questions answered", ".1f"),
 }
+
+
+def category_colour(category: str) -> str:
+    if category in CATEGORY_COLOURS:
+        return CATEGORY_COLOURS[category]
+    return _TABLEAU[zlib.crc32(category.encode()) % len(_TABLEAU)]
+
+
+def category_scale(categories) -> alt.Scale:
+    """The colour scale of these categories, the same colours everywhere."""
+    domain = sorted(set(categories))
+    return alt.Scale(domain=domain, range=[category_colour(c) for c in domain])
+
+
+def style(chart: alt.TopLevelMixin) -> alt.TopLevelMixin:
+    """Paper-ready text: 13 px labels and titles in dark ink (Streamlit's default is ~10 px grey)."""
+    return (chart.configure_axis(labelFontSize=FONT_SIZE, titleFontSize=FONT_SIZE, labelColor=INK,
+                                 titleColor=INK, titleFontWeight="normal")
+            .configure_legend(labelFontSize=FONT_SIZE, titleFontSize=FONT_SIZE, labelColor=INK,
+                              titleColor=INK, titleFontWeight="normal", labelLimit=320)
+            .configure_header(labelFontSize=FONT_SIZE, titleFontSize=FONT_SIZE, labelColor=INK)
+            .configure_title(fontSize=FONT_SIZE + 2, color=INK, anchor="start")
+            .configure_text(fontSize=FONT_SIZE))
+
+
+def _file_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-")[:120] or "chart"
+
+
+def _spec(chart: alt.TopLevelMixin) -> dict:
+    # a facet sizes its own panels; a single or layered view gets the width a page would give it
+    sized = chart if isinstance(chart, (alt.FacetChart, alt.ConcatChart, alt.VConcatChart,
+                                        alt.HConcatChart)) else chart.properties(width=DOWNLOAD_WIDTH)
+    return style(sized).to_dict()
+
+
+def svg_bytes(chart: alt.TopLevelMixin) -> bytes:
+    import vl_convert as vlc  # imported on a click only
+
+    return vlc.vegalite_to_svg(_spec(chart)).encode()
+
+
+def png_bytes(chart: alt.TopLevelMixin) -> bytes:
+    import vl_convert as vlc
+
+    return vlc.vegalite_to_png(_spec(chart), scale=2)
+
+
+def show(chart: alt.TopLevelMixin, name: str, key: str | None = None, **kwargs):
+    """Draw `chart` full width with its download buttons (SVG, PNG; made when clicked); extra
+    keyword arguments go to st.altair_chart (selections). Returns st.altair_chart's result."""
+    event = st.altair_chart(style(chart), width="stretch", key=key, **kwargs)
+    stem = _file_name(f"faultline-{name}")
+    left, right, _ = st.columns([1, 1, 6])
+    left.download_button("SVG", lambda: svg_bytes(chart), file_name=f"{stem}.svg",
+                         mime="image/svg+xml", on_click="ignore", key=f"svg-{key or stem}",
+                         help="Download this chart as SVG (vector; for papers)", width="stretch")
+    right.download_button("PNG", lambda: png_bytes(chart), file_name=f"{stem}.png",
+                          mime="image/png", on_click="ignore", key=f"png-{key or stem}",
+                          help="Download this chart as PNG (2× resolution)", width="stretch")
+    return event
 
 
 def _cell_label(df: pl.DataFrame, value: str) -> pl.DataFrame:
     """The text drawn in each cell, in the legend's unit; a non-zero share never reads "0%"."""
     if value == "share":
         v = pl.col("share")
-        label = (pl.when(v < 0.005).then(pl.lit("<1%"))
-                 .otherwise((v * 100).round(0).cast(pl.Int64).cast(pl.String) + "%"))
+        label = (pl.when(v < 0.0005).then(pl.lit("<0.1%"))
+                 .otherwise((v * 100).round(1).cast(pl.String) + "%"))
     elif value == "per_100":
         v = pl.col("per_100")
         label = pl.when(v < 0.05).then(pl.lit("<0.1")).otherwise(v.round(1).cast(pl.String))
@@ -37,97 +130,110 @@ def _cell_label(df: pl.DataFrame, value: str) -> pl.DataFrame:
     return df.with_columns(label=label, dark=pl.col(value) / top > DARK)
 
 
-def accuracy(df: pl.DataFrame) -> alt.Chart:
-    """Accuracy per model with its Wilson 95% interval (one row of panels per dataset if given)."""
+def accuracy(df: pl.DataFrame, dataset: str) -> alt.Chart:
+    """Accuracy per model on one dataset with its Wilson 95% interval (and HELM's headline, a
+    diamond, where it differs from the pooled figure)."""
     best_first = alt.EncodingSortField("accuracy", op="max", order="descending")
-    base = alt.Chart(df).encode(y=alt.Y("model:N", sort=best_first, title=None, axis=alt.Axis(labelLimit=320)))
-    bars = base.mark_rule(strokeWidth=2).encode(
-        x=alt.X("ci_low:Q", title="accuracy (95% Wilson interval)", scale=alt.Scale(domain=[0, 1]),
-                axis=alt.Axis(format="%")),
-        x2="ci_high:Q",
-    )
-    points = base.mark_point(filled=True, size=80).encode(
-        x="accuracy:Q",
-        tooltip=["model", "correct", "n", alt.Tooltip("accuracy:Q", format=PERCENT),
-                 alt.Tooltip("ci_low:Q", format=PERCENT), alt.Tooltip("ci_high:Q", format=PERCENT)],
-    )
-    chart = bars + points
-    if "dataset" in df.columns:
-        # datasets differ in difficulty: an accuracy pooled over them would mislead
-        return chart.facet(row=alt.Row("dataset:N", title=None, header=alt.Header(labelAngle=0, labelAlign="left"))).resolve_scale(y="independent")
-    return chart
+    base = alt.Chart(df).encode(y=alt.Y("model:N", sort=best_first, title=None,
+                                        axis=alt.Axis(labelLimit=360)))
+    x = alt.X("ci_low:Q", title="accuracy, pooled over questions (dot) with its 95% Wilson interval",
+              scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%"))
+    bars = base.mark_rule(strokeWidth=2, color=INK).encode(x=x, x2="ci_high:Q")
+    tooltip = ["model", alt.Tooltip("correct:Q", format=",d"), alt.Tooltip("n:Q", format=",d", title="questions"),
+               alt.Tooltip("accuracy:Q", format=PERCENT, title="accuracy (pooled)"),
+               alt.Tooltip("ci_low:Q", format=PERCENT), alt.Tooltip("ci_high:Q", format=PERCENT)]
+    layers = [bars]
+    if "helm_headline" in df.columns and (df["n_domains"] > 1).any() and df["helm_headline"].is_not_null().any():
+        tooltip.append(alt.Tooltip("helm_headline:Q", format=PERCENT, title="HELM headline"))
+        layers.append(base.mark_point(shape="diamond", size=110, filled=False, color="#d62728",
+                                      strokeWidth=2).encode(x="helm_headline:Q", tooltip=tooltip))
+    layers.append(base.mark_point(filled=True, size=80, color="#1f77b4").encode(x="accuracy:Q", tooltip=tooltip))
+    return alt.layer(*layers).properties(title=dataset, height=alt.Step(26))
 
 
 def signature_heatmap(sig: pl.DataFrame, value: str) -> alt.Chart:
-    """Model × category; click a cell to select it (selection name `cell`)."""
+    """Model × category; click a cell to select it (selection name `cell`). Cell text stays
+    readable in every state: white only on a dark cell that is not faded by a selection."""
     title, fmt = MEASURES[value]
     pick = alt.selection_point(name=CELL, fields=["model", "category"], on="click")
+    row = "model_label" if "model_label" in sig.columns else "model"
     base = alt.Chart(_cell_label(sig, value)).encode(
         x=alt.X("category:N", title=None, axis=TOP_LABELS),
-        y=alt.Y("model:N", title=None, axis=alt.Axis(labelLimit=300)),
+        y=alt.Y(f"{row}:N", title=None, axis=alt.Axis(labelLimit=360)),
     )
     rect = base.mark_rect(stroke="white", strokeWidth=1).encode(
         color=alt.Color(f"{value}:Q", scale=alt.Scale(scheme="reds", domainMin=0), title=title,
-                        legend=alt.Legend(format=fmt, orient="bottom", titleLimit=400)),
-        opacity=alt.condition(pick, alt.value(1.0), alt.value(0.4)),
-        tooltip=["model", "category", alt.Tooltip("count:Q", title="failures in category"),
-                 alt.Tooltip("failures:Q", title="classified failures"),
+                        legend=alt.Legend(format=fmt, orient="bottom", titleLimit=500, gradientLength=260)),
+        opacity=alt.condition(pick, alt.value(1.0), alt.value(0.35)),
+        tooltip=["model", "category", alt.Tooltip("count:Q", title="failures in category", format=",d"),
+                 alt.Tooltip("failures:Q", title="failures with an error type", format=",d"),
                  alt.Tooltip("share:Q", format=PERCENT), alt.Tooltip("per_100:Q", format=".1f")],
     ).add_params(pick)
-    text = base.mark_text(fontSize=12).encode(
+    text = base.mark_text(fontSize=FONT_SIZE).encode(
         text="label:N",
-        color=alt.condition("datum.dark", alt.value("white"), alt.value("#222")),
+        color=alt.when(pick, alt.datum.dark).then(alt.value("white")).otherwise(alt.value(INK)),
     )
     return (rect + text).properties(height=alt.Step(ROW))
 
 
 def signature_multiples(sig: pl.DataFrame) -> alt.Chart:
-    """One small bar chart per model: share of its failures per category."""
+    """One small bar chart per model: share of its failures per category, coloured by category."""
     return alt.Chart(sig).mark_bar().encode(
         x=alt.X("share:Q", axis=alt.Axis(format="%"), title="share of the model's failures"),
-        y=alt.Y("category:N", title=None, axis=alt.Axis(labelLimit=220)),
-        tooltip=["model", "category", "count", alt.Tooltip("share:Q", format=PERCENT)],
-    ).properties(width=200, height=alt.Step(20)).facet(facet=alt.Facet("model:N", title=None), columns=3)
+        y=alt.Y("category:N", title=None, axis=alt.Axis(labelLimit=240)),
+        color=alt.Color("category:N", scale=category_scale(sig["category"]), legend=None),
+        tooltip=["model", "category", alt.Tooltip("count:Q", format=",d"), alt.Tooltip("share:Q", format=PERCENT)],
+    ).properties(width=260, height=alt.Step(22)).facet(
+        facet=alt.Facet("model:N", title=None, header=alt.Header(labelLimit=300)), columns=3)
 
 
 def delta_chart(df: pl.DataFrame, a: str, b: str) -> alt.Chart:
-    """Δ share (B − A) per category with Newcombe 95% intervals, sorted by effect."""
+    """Δ share (B − A) per error type with Newcombe 95% intervals, sorted by effect; each mark is
+    coloured by the test's finding (BH q ≤ 0.05), the same words as the table's column."""
     order = df["category"].to_list()
+    present = [f for f in FINDINGS if f in set(df["finding"])]
+    colour = alt.Color("finding:N", title="Finding (Fisher exact, Benjamini–Hochberg q ≤ 0.05)",
+                       scale=alt.Scale(domain=present, range=[FINDINGS[f] for f in present]),
+                       legend=alt.Legend(orient="bottom", direction="horizontal", titleLimit=500))
     base = alt.Chart(df).encode(
-        y=alt.Y("category:N", sort=order, title=None, axis=alt.Axis(labelLimit=300)))
-    zero = alt.Chart(pl.DataFrame({"x": [0.0]})).mark_rule(color="gray").encode(x="x:Q")
-    rules = base.mark_rule().encode(
-        x=alt.X("delta_low:Q", title=f"share in {b} − share in {a}", axis=alt.Axis(format="%")),
+        y=alt.Y("category:N", sort=order, title=None,
+                axis=alt.Axis(labelLimit=320, labelFlush=False, labelBaseline="middle")), color=colour)
+    zero = alt.Chart(pl.DataFrame({"x": [0.0]})).mark_rule(color=MUTED, strokeDash=[4, 3]).encode(x="x:Q")
+    rules = base.mark_rule(strokeWidth=2).encode(
+        x=alt.X("delta_low:Q", title=f"share of {b}'s errors − share of {a}'s (Newcombe 95% interval)",
+                axis=alt.Axis(format="%")),
         x2="delta_high:Q",
     )
-    points = base.mark_point(filled=True, size=70).encode(
+    points = base.mark_point(filled=True, size=90).encode(
         x="delta:Q",
-        color=alt.condition("datum.delta > 0", alt.value("#d62728"), alt.value("#1f77b4")),
-        tooltip=["category", "a_count", "b_count", alt.Tooltip("delta:Q", format="+" + PERCENT),
-                 alt.Tooltip("q_bh:Q", format=".2g")],
+        tooltip=["category", "finding", alt.Tooltip("a_count:Q", title="A: failures", format=",d"),
+                 alt.Tooltip("b_count:Q", title="B: failures", format=",d"),
+                 alt.Tooltip("delta:Q", format="+" + PERCENT, title="Δ share (B − A)"),
+                 alt.Tooltip("q_text:N", title="q (Benjamini–Hochberg)")],
     )
-    return (zero + rules + points).properties(height=alt.Step(26))
+    return (zero + rules + points).properties(height=alt.Step(28))
 
 
 def slice_heatmap(df: pl.DataFrame, by: str, categories: list[str]) -> alt.Chart:
-    """Slice × category for ONE model: count of failures in each cell, colour = share of the
-    model's classified failures within the slice. Pages draw one per model (tabs), which keeps
-    57 MMLU subjects × 20 categories readable where side-by-side facets were not; `categories`
-    fixes the columns so every model's chart has the same ones."""
-    data = _cell_label(df, "share").with_columns(label=pl.col("count").cast(pl.String))
+    """Slice × category for ONE model: cell text "k/n" (failures of the category / classified
+    failures in the slice), colour = that share, so 1/1 and 5/5 are equally dark and the text
+    says how much each rests on. `categories` fixes the columns so every model's chart has the
+    same ones."""
+    data = df.with_columns(
+        label=pl.col("count").cast(pl.String) + "/" + pl.col("failures").cast(pl.String),
+        dark=pl.col("share") > DARK)
     base = alt.Chart(data).encode(
-        x=alt.X("category:N", title=None, scale=alt.Scale(domain=categories),
-                axis=TOP_LABELS),
+        x=alt.X("category:N", title=None, scale=alt.Scale(domain=categories), axis=TOP_LABELS),
         y=alt.Y(f"{by}:N", title=None, axis=alt.Axis(labelLimit=320, labelOverlap=False)),
     )
     rect = base.mark_rect(stroke="white", strokeWidth=1).encode(
-        color=alt.Color("share:Q", scale=alt.Scale(scheme="reds", domainMin=0),
-                        title=f"share of the model's classified failures in the {by}",
-                        legend=alt.Legend(format="%", orient="bottom", titleLimit=400)),
-        tooltip=[by, "category", alt.Tooltip("count:Q", title="failures in category"),
-                 alt.Tooltip("failures:Q", title=f"classified failures in the {by}"),
+        color=alt.Color("share:Q", scale=alt.Scale(scheme="reds", domain=[0, 1]),
+                        title=f"share of the model's failures with an error type in the {by}",
+                        legend=alt.Legend(format="%", orient="bottom", titleLimit=500, gradientLength=260)),
+        tooltip=[by, "category", alt.Tooltip("count:Q", title="failures in category", format=",d"),
+                 alt.Tooltip("failures:Q", title=f"classified failures in the {by}", format=",d"),
                  alt.Tooltip("share:Q", format=PERCENT)],
     )
-    text = base.mark_text(fontSize=11).encode(
-        text="label:N", color=alt.condition("datum.dark", alt.value("white"), alt.value("#222")))
-    return (rect + text).properties(height=alt.Step(24))
+    text = base.mark_text(fontSize=12).encode(
+        text="label:N", color=alt.condition("datum.dark", alt.value("white"), alt.value(INK)))
+    return (rect + text).properties(height=alt.Step(26))

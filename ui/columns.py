@@ -1,16 +1,19 @@
 """Human-readable column headers and one number format for every table the pages show.
 
 The query and stats layers keep their machine names (`a_count`, `ci_low`: they are the JSON and
-SQL interface); tables on screen show what the column means. Shares and rates use Streamlit's
-"percent" format everywhere (up to two decimals, trailing zeros dropped); charts use the
-matching d3 format `PERCENT`.
+SQL interface); tables on screen show what the column means. The number style is stats/fmt.py's:
+percentages to one decimal, counts with thousands separators, p-values as text with two
+significant digits (a float column would print an underflowed p as 0), flags as yes/no.
 """
 
 from __future__ import annotations
 
+import polars as pl
 import streamlit as st
 
-PERCENT = ".2~%"
+from stats import fmt
+
+PERCENT = fmt.D3_PERCENT
 
 LABELS = {
     "model": "Model",
@@ -39,6 +42,14 @@ LABELS = {
     "a_only_fail": "Paired: only A fails with it",
     "b_only_fail": "Paired: only B fails with it",
     "is_correct": "Passed",
+    "passed": "Passed",
+    "finding": "Finding",
+    "q_text": "q (BH)",
+    "p_fisher_text": "p (Fisher)",
+    "p_paired_text": "p (paired)",
+    "p_errormap_text": "p (paper's check)",
+    "ci": "95% interval",
+    "helm_headline": "HELM headline",
     "output": "Output (start)",
     "reviewed": "Labels reviewed",
     "agreed": "Reviews that confirmed",
@@ -72,37 +83,68 @@ LABELS = {
     "predicted": "Analyst's labels",
 }
 
+# numbers shown as text (missing values read "–", intervals as "47.2–61.7%")
+TEXT_NUMBERS = {
+    "helm_headline": "HELM's own headline: the mean of the subjects' accuracies for a dataset HELM "
+                     "runs subject by subject (equal to the pooled rate with one subject); – for "
+                     "logs of other harnesses, whose headline is the pooled rate.",
+    "ci": "95% Wilson interval of the pooled accuracy; whole percentages below 100 questions.",
+}
+
 PERCENT_COLUMNS = {
-    "accuracy": "Accuracy",
+    "accuracy": "Accuracy (pooled)",
     "ci_low": "95% interval: low",
     "ci_high": "95% interval: high",
     "share": "Share of the model's failures",
-    "a_share": "A: share of its failures",
-    "b_share": "B: share of its failures",
+    "a_share": "A: share",
+    "b_share": "B: share",
     "delta": "Δ share (B − A)",
+    "precision": "Precision",
+    "recall": "Recall",
 }
 
-P_COLUMNS = {
-    "p_fisher": ("p (Fisher, shares)", "Two-sided Fisher exact test of A's and B's shares."),
-    "q_bh": ("q (Benjamini–Hochberg)", "p_fisher adjusted for testing every category at once."),
-    "p_paired": ("p (paired McNemar)", "Exact McNemar test on the questions only one model "
-                                       "fails with this category."),
-    "p_errormap": ("p (ErrorMap paper's check)",
-                   "The ErrorMap paper's one-sided binomial check of the weaker model's count "
-                   "under the stronger model's share. Shown for parity; it treats that share as "
-                   "known and overstates significance."),
+COUNT_COLUMNS = {"n", "correct", "count", "failures", "questions", "analysed", "classified",
+                 "a_count", "b_count", "a_only_fail", "b_only_fail", "reviewed", "agreed",
+                 "n_predictions", "n_failures", "n_infra_errors", "support", "predicted"}
+
+P_HELP = {
+    "p_fisher_text": "Two-sided Fisher exact test of A's and B's shares.",
+    "q_text": "p (Fisher) adjusted for testing every error type at once (Benjamini–Hochberg); "
+              "significant when ≤ 0.05.",
+    "p_paired_text": "Exact McNemar test on the questions only one model fails with this error type.",
+    "p_errormap_text": "The ErrorMap paper's one-sided binomial check of the weaker model's count "
+                       "under the stronger model's share. Shown for parity; it treats that share as "
+                       "known and overstates significance.",
 }
+
+# the compare page's tables: the key columns fit a 1400 px window; the paired test sits apart
+COMPARE_KEY = ["category", "finding", "a_count", "b_count", "a_share", "b_share", "delta", "q_text",
+               "p_fisher_text"]
+COMPARE_PAIRED = ["category", "a_only_fail", "b_only_fail", "p_paired_text", "p_errormap_text"]
+
+
+def percent(label: str, help: str | None = None):
+    """A share shown as a percentage with one decimal (54.5%)."""
+    return st.column_config.NumberColumn(label, help=help, format="percent", step=0.001)
+
+
+def count(label: str, help: str | None = None):
+    """A count with thousands separators (1,600)."""
+    return st.column_config.NumberColumn(label, help=help, format="localized", step=1)
 
 
 def config(columns: list[str], **overrides) -> dict:
-    """column_config for these columns: readable labels, percentages, p-values like 1.8e-12."""
+    """column_config for these columns: readable labels, percentages, counts, p-values."""
     out = {}
     for c in columns:
         if c in PERCENT_COLUMNS:
-            out[c] = st.column_config.NumberColumn(PERCENT_COLUMNS[c], format="percent")
-        elif c in P_COLUMNS:
-            label, help_ = P_COLUMNS[c]
-            out[c] = st.column_config.NumberColumn(label, help=help_, format="%.2g")
+            out[c] = percent(PERCENT_COLUMNS[c])
+        elif c in COUNT_COLUMNS:
+            out[c] = count(LABELS.get(c, c))
+        elif c in P_HELP:
+            out[c] = st.column_config.TextColumn(LABELS[c], help=P_HELP[c], width="small", alignment="right")
+        elif c in TEXT_NUMBERS:
+            out[c] = st.column_config.TextColumn(LABELS[c], help=TEXT_NUMBERS[c], alignment="right")
         elif c == "per_100":
             out[c] = st.column_config.NumberColumn("Failures per 100 questions", format="%.1f")
         elif c in LABELS:
@@ -111,13 +153,85 @@ def config(columns: list[str], **overrides) -> dict:
     return out
 
 
-def p_value(v: float | None) -> str:
-    """A p-value for text: 0.042, 0.31, 1.8e-12 — never a row of zeros or a blank."""
-    if v is None or v != v:
-        return "–"
-    if v >= 0.999:
-        return "1"
-    if v == 0:
-        return "< 1e-300"  # below what a float holds
-    # two significant digits, kept even when the second is 0: 9.0e-05, not 9e-05
-    return f"{v:.1e}" if v < 1e-3 else f"{v:.3f}".rstrip("0").rstrip(".")
+def compare_table(c) -> pl.DataFrame:
+    """The compare page's table of error types, with its p-values as text and each row's finding."""
+    frame = c.categories_frame()
+    return frame.with_columns(
+        finding=pl.Series([r.finding for r in c.categories], dtype=pl.String),
+        q_text=pl.Series([fmt.p_value(r.q_bh) for r in c.categories], dtype=pl.String),
+        p_fisher_text=pl.Series([fmt.p_value(r.p_fisher) for r in c.categories], dtype=pl.String),
+        p_paired_text=pl.Series([fmt.p_value(r.p_paired) for r in c.categories], dtype=pl.String),
+        p_errormap_text=pl.Series([fmt.p_value(r.p_errormap) for r in c.categories], dtype=pl.String),
+    )
+
+
+def _cut(texts: list[str | None], limit: int = 2000) -> list[str | None]:
+    from .text import cell
+
+    return [cell(t, limit) for t in texts]
+
+
+def discordant_table(rows: pl.DataFrame, links: list[str]) -> pl.DataFrame:
+    """Questions only one model fails, as shown: the gold beside both answers (option letter and
+    text for multiple choice), the analyst's label, then the question. Built from Python lists:
+    50 rows a page, and polars' per-row callbacks deadlock a server under concurrent sessions."""
+    choices = rows["choices"].to_list()
+
+    def answer(outputs: str, mapped: str) -> list[str | None]:
+        return [fmt.chosen(o, m, ch) or o for o, m, ch in
+                zip(rows[outputs].to_list(), rows[mapped].to_list(), choices)]
+
+    # B's own id only when some question was paired by its text under another id
+    ids = ["instance_id"] + (["b_instance_id"] if (rows["b_instance_id"] != rows["instance_id"]).any() else [])
+    return rows.select(*ids).with_columns(
+        reference=pl.Series([fmt.gold(r, ch) for r, ch in zip(rows["refs"].to_list(), choices)], dtype=pl.String),
+        a_output=pl.Series(_cut(answer("a_output", "a_mapped")), dtype=pl.String),
+        b_output=pl.Series(_cut(answer("b_output", "b_mapped")), dtype=pl.String),
+        category=rows["category"], error_title=rows["error_title"],
+        input_text=pl.Series(_cut(rows["input_text"].to_list()), dtype=pl.String),
+        dataset=rows["dataset"], domain=rows["domain"],
+        open=pl.Series(links, dtype=pl.String),
+    )
+
+
+def discordant_config(columns: list[str], a: str, b: str) -> dict:
+    wide = {c: st.column_config.TextColumn(LABELS[c], width="medium")
+            for c in ("reference", "input_text", "error_title") if c in columns}
+    return config(columns, **wide,
+                  a_output=st.column_config.TextColumn(f"A: {a}", width="medium", help=f"A's answer ({a})"),
+                  b_output=st.column_config.TextColumn(f"B: {b}", width="medium", help=f"B's answer ({b})"),
+                  open=st.column_config.LinkColumn("Details", display_text="open", width="small"))
+
+
+def accuracy_table(acc: pl.DataFrame) -> pl.DataFrame:
+    """Accuracy per model and dataset as shown: the pooled rate, HELM's headline where it
+    differs, and the interval as text, no more precise than its sample size allows."""
+    interval = [fmt.interval(lo, hi, n) for lo, hi, n in acc.select("ci_low", "ci_high", "n").iter_rows()]
+    table = acc.select("model", "dataset", "n", "correct", "accuracy").with_columns(
+        ci=pl.Series(interval, dtype=pl.String))
+    if acc["helm_headline"].is_not_null().any():
+        table = table.with_columns(helm_headline=pl.Series(
+            [fmt.pct(v) for v in acc["helm_headline"].to_list()], dtype=pl.String))
+    return table
+
+
+def split_error_types(sig: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """A signature's error types (with `model_label`: the model and how many of its failures
+    have an error type, the shares' denominator) and, apart, the labels that are not error types."""
+    errors = sig.filter(pl.col("error_type")).with_columns(
+        model_label=pl.format("{} ({})", pl.col("model"), pl.col("failures")))
+    return errors, sig.filter(~pl.col("error_type"))
+
+
+def words(frame: pl.DataFrame, *flags: str) -> pl.DataFrame:
+    """Boolean columns as plain words: "yes", "no", "–" (a checkbox or "true" reads as code)."""
+    return frame.with_columns(
+        pl.col(c).replace_strict({True: "yes", False: "no"}, default="–", return_dtype=pl.String)
+        for c in flags)
+
+
+def error_types_last(frame: pl.DataFrame) -> pl.DataFrame:
+    """Rows by category: error types first (by name), then the labels that are not error types."""
+    from taxonomy.catalog import NOT_ERROR_TYPES
+
+    return frame.sort(pl.col("category").is_in(list(NOT_ERROR_TYPES)), "category")

@@ -130,15 +130,38 @@ def require_data() -> None:
         st.stop()
 
 
-def no_analyses(stop: bool = True) -> None:
-    """The empty state of every view that needs analysed failures, with the button to analyse."""
+def no_analyses(stop: bool = True, scope: str = "matching these filters") -> None:
+    """The empty state of every view that needs analysed failures, with the button to analyse;
+    it says so when the store does hold analyses, only none `scope`."""
     from .setup import analyse_button
 
-    st.info("No failures analysed yet. Name and classify them with\n\n"
-            "```\npython -m taxonomy analyze --analyst offline\n```")
+    everywhere = load(q.analysts, split=q.ALL_SPLITS)
+    held = int(everywhere["analysed"].sum()) if not everywhere.is_empty() else 0
+    how = "```\npython -m taxonomy analyze --analyst offline\n```"
+    if held:
+        st.info(f"No failure {scope} is analysed yet; the store holds {held:,} analysed "
+                f"failures outside that (clear or change the filters to see them). Analyse the "
+                f"rest with\n\n{how}")
+    else:
+        st.info(f"No failures analysed yet. Name and classify them with\n\n{how}")
     analyse_button()
     if stop:
         st.stop()
+
+
+OFFLINE_CAVEAT = (
+    "Labels by the **offline analyst**: it reads only the failed output's surface (cue words and a "
+    "small classifier; no question, reference or other models' answers), so its categories are a "
+    "rough first pass, and an output with no visible cause (a bare option letter, a wrong answer "
+    "with no working) can only be Hard to Analyze. For labels to cite, analyse with an LLM "
+    "(python -m taxonomy analyze --analyst openai/gpt-4o-mini) and check them against reviews on "
+    "the Taxonomy page.")
+
+
+def offline_caveat(analyst: str | None) -> None:
+    """Say what the offline analyst's labels are worth, wherever its labels are shown."""
+    if analyst and (analyst == "offline" or analyst.startswith("offline/")):
+        st.caption(":material/info: " + OFFLINE_CAVEAT)
 
 
 def read_only() -> bool:

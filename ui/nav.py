@@ -2,13 +2,19 @@
 
 Streamlit's built-in page menu clears the query string when it switches pages, which would drop
 the shared filters, so the menu is hidden (.streamlit/config.toml) and replaced by links that
-pass the filters along. Icons are Material symbols (a font Streamlit ships), not emoji, which
-render as boxes where no emoji font is installed.
+pass the filters along. Icons in the page are Material symbols drawn with the font Streamlit
+ships and serves itself, not emoji (boxes where no emoji font is installed). The browser tab's
+icon is a file of ours: Streamlit turns a `:material/...:` page icon into a link to Google's
+font server, which would make every page fetch from outside the host.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
+
+FAVICON = str(Path(__file__).resolve().parent / "assets" / "favicon.png")
 
 PAGES = [
     ("app.py", "Overview", ":material/dashboard:"),
@@ -23,8 +29,8 @@ PAGES = [
 
 def configure_page(path: str, heading: str) -> None:
     """The browser tab's title and icon and the page heading, the same way on every page."""
-    label, icon = next((lbl, ico) for p, lbl, ico in PAGES if p == path)
-    st.set_page_config(page_title=f"{label} · Faultline", page_icon=icon, layout="wide")
+    label = next(lbl for p, lbl, _ in PAGES if p == path)
+    st.set_page_config(page_title=f"{label} · Faultline", page_icon=FAVICON, layout="wide")
     st.title(heading)
 
 

@@ -1,0 +1,68 @@
+"""The dashboard's charts: every kind downloads as SVG and PNG (rendered offline by vl-convert),
+labels are at least 12 px, a category has one colour on every chart, and the cell text of the
+signature heatmap stays readable when a click fades the other cells."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from ui import charts
+
+SIG = pl.DataFrame({
+    "model": ["m1", "m1", "m2", "m2"], "category": ["Calculation Error", "Refusal", "Refusal", "Verbosity"],
+    "error_type": [True] * 4, "count": [3, 1, 5, 5], "failures": [4, 4, 10, 10], "labelled": [6, 6, 10, 10],
+    "share": [0.75, 0.25, 0.5, 0.5], "questions": [20, 20, 20, 20], "per_100": [15.0, 5.0, 25.0, 25.0],
+    "model_label": ["m1 (4)", "m1 (4)", "m2 (10)", "m2 (10)"]})
+DELTA = pl.DataFrame({"category": ["Refusal", "Verbosity"], "finding": ["larger in B", "too few to tell"],
+                      "a_count": [1, 0], "b_count": [5, 5], "delta": [0.25, 0.5], "delta_low": [-0.1, 0.1],
+                      "delta_high": [0.5, 0.8], "q_text": ["0.04", "0.2"]})
+ACC = pl.DataFrame({"model": ["m1", "m2"], "dataset": ["mmlu", "mmlu"], "n": [20, 20], "correct": [10, 15],
+                    "accuracy": [0.5, 0.75], "ci_low": [0.3, 0.5], "ci_high": [0.7, 0.9],
+                    "n_domains": [2, 2], "helm_headline": [0.52, 0.74]})
+SLICE = SIG.rename({"model": "domain"}).with_columns(pl.lit("m1").alias("model"))
+
+BUILDERS = {
+    "heatmap": lambda: charts.signature_heatmap(SIG, "share"),
+    "multiples": lambda: charts.signature_multiples(SIG),
+    "delta": lambda: charts.delta_chart(DELTA, "m1", "m2"),
+    "accuracy": lambda: charts.accuracy(ACC, "mmlu"),
+    "slice": lambda: charts.slice_heatmap(SLICE, "domain", ["Calculation Error", "Refusal", "Verbosity"]),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BUILDERS))
+def test_every_chart_downloads_as_svg_and_png(kind):
+    chart = BUILDERS[kind]()
+    svg = charts.svg_bytes(chart).decode()
+    assert svg.startswith("<svg") and "</svg>" in svg
+    assert charts.png_bytes(chart)[:8] == b"\x89PNG\r\n\x1a\n"
+    config = charts.style(chart).to_dict()["config"]
+    assert config["axis"]["labelFontSize"] >= 12 and config["legend"]["labelFontSize"] >= 12
+
+
+def test_a_category_has_one_colour_everywhere():
+    one = charts.category_scale(["Refusal", "Calculation Error"]).to_dict()
+    other = charts.category_scale(["Verbosity", "Refusal", "Hard to Analyze", "My Custom Type"]).to_dict()
+    colour = lambda scale, c: scale["range"][scale["domain"].index(c)]  # noqa: E731
+    assert colour(one, "Refusal") == colour(other, "Refusal") == charts.category_colour("Refusal")
+    assert len({charts.category_colour(c) for c in charts._ERRORATLAS}) == 18
+    assert charts.category_colour("Hard to Analyze") in charts._GREYS.values()
+    assert charts.category_colour("My Custom Type") == charts.category_colour("My Custom Type")
+
+
+def test_heatmap_text_is_white_only_on_a_dark_cell_that_is_not_faded():
+    layers = charts.signature_heatmap(SIG, "share").to_dict()["layer"]
+    color = layers[1]["encoding"]["color"]
+    # white needs both: the cell is selected (or nothing is) and it is dark
+    assert color == {"condition": [{"test": {"and": [{"param": "cell"}, "datum.dark"]}, "value": "white"}],
+                     "value": charts.INK}
+    assert "white" in charts.svg_bytes(charts.signature_heatmap(SIG, "share")).decode()  # Vega compiles it
+
+
+def test_delta_chart_colours_marks_by_the_finding_with_a_legend():
+    spec = charts.delta_chart(DELTA, "m1", "m2").to_dict()
+    colour = [layer["encoding"]["color"] for layer in spec["layer"] if "color" in layer.get("encoding", {})][0]
+    assert colour["field"] == "finding" and colour["title"].startswith("Finding")
+    assert colour["scale"]["domain"] == ["larger in B", "too few to tell"]
+    assert colour["scale"]["range"] == [charts.FINDINGS["larger in B"], charts.FINDINGS["too few to tell"]]
