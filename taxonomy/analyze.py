@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from store import StoreError, resolve_db_path, write_session
+from store import StoreError, writable_db_path, write_session
 from store.analysis import (
     Batch,
     analyses_of,
@@ -159,7 +159,7 @@ def analyze(
         check_supports(tax)
     if batch_size < 1:
         raise TaxonomyError(f"--batch-size must be at least 1, got {batch_size}")
-    path = resolve_db_path(db)
+    path = writable_db_path(db)
     if not path.exists():
         raise StoreError(f"{path}: no database here yet; load logs with `python -m ingest PATH`")
     register_prices(prices or {})
@@ -398,7 +398,7 @@ def classify_titles(
         cats = classify_offline(unique, tax)
         summary.seconds = time.perf_counter() - started
         return cats, summary
-    path = resolve_db_path(db)
+    path = writable_db_path(db)
     path.parent.mkdir(parents=True, exist_ok=True)
     summary = Summary(classifier=classifier, selected=len(unique))
     with run_lock(path):
