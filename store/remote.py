@@ -232,9 +232,13 @@ class Source:
     note: str | None = None  # why the copy may be stale (the server was unreachable)
 
     def line(self) -> str:
-        text = f"data from {self.source} (read-only copy fetched {self.fetched_at[:19]} UTC"
-        text += f", confirmed {self.checked_at[:19]} UTC)" if self.checked_at != self.fetched_at else ")"
+        text = f"data from {self.source} (read-only copy fetched {_when(self.fetched_at)}"
+        text += f", confirmed {_when(self.checked_at)})" if self.checked_at != self.fetched_at else ")"
         return text
+
+
+def _when(stamp: str) -> str:
+    return stamp[:19].replace("T", " ") + " UTC"
 
 
 _memo: dict[str, tuple[float, Source]] = {}
@@ -432,8 +436,8 @@ def _fsync_dir(folder: Path) -> None:
 def _unreachable(shown: str, known: Source | None, reason: str) -> Source:
     if known is None:
         raise RemoteStoreError(f"{shown}: cannot read the store: {reason}, and there is no earlier verified copy")
-    known.note = (f"{shown}: {reason}; showing the copy fetched {known.fetched_at[:19]} UTC "
-                  f"(last confirmed {known.checked_at[:19]} UTC), which may be out of date")
+    known.note = (f"{shown}: {reason}; showing the copy fetched {_when(known.fetched_at)} "
+                  f"(last confirmed {_when(known.checked_at)}), which may be out of date")
     return known
 
 

@@ -190,3 +190,30 @@ def test_compare_page_in_chromium(server):
         link.wait_for(timeout=30_000)
         assert "instances?models=" in link.get_attribute("href")
         assert "outcome=failed" in link.get_attribute("href")
+
+
+def test_store_at_a_url_in_chromium(tmp_path):
+    """The hosted recipe: FAULTLINE_DB names a store on an HTTP server; the page reads its copy,
+    says where the data comes from, and offers no loading or analysis."""
+    from tests.store_server import StoreServer
+
+    db = tmp_path / "published.duckdb"
+    seed(db, [dict(model="m1", dataset="ds", instance_id=f"q{i}", is_correct=i % 3 == 0) for i in range(9)])
+    with StoreServer({"/pub/published.duckdb": db.read_bytes()}) as store_srv:
+        url = store_srv.url("/pub/published.duckdb")
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith("FAULTLINE_")},
+               "FAULTLINE_DB": url, "FAULTLINE_CACHE_DIR": str(tmp_path / "cache")}
+        with streamlit_app(ROOT, env, tmp_path / "streamlit.log") as base, chromium() as browser:
+            page = browser.new_page()
+            page.goto(base + "/")
+            settled(page)
+            page.wait_for_selector("[data-testid='stMetricValue']")
+            # md() breaks autolinks with a zero-width space after the scheme
+            main = page.inner_text("[data-testid='stMain']").replace("\u200b", "")
+            page.screenshot(path=str(tmp_path / "remote.png"), full_page=True)
+            assert page.locator("[data-testid='stException']").count() == 0
+            assert f"Read-only: data from {url} (read-only copy fetched" in main
+            values = page.locator("[data-testid='stMetricValue']").all_inner_texts()
+            assert values[0] == "1" and values[4] == "9" and values[5] == "6"  # runs, predictions, failures
+            assert "Load benchmark logs" not in main and "Analyse" not in main
+        assert store_srv.statuses()[0] == 200

@@ -308,3 +308,55 @@ def test_snapshot_copies_an_attached_database(tmp_path):
     remote.snapshot(str(src), target, "md:test")
     with duckdb.connect(str(target), read_only=True) as con:
         assert con.execute("SELECT count(*), count(*) FILTER (is_correct) FROM outcomes").fetchone() == (9, 3)
+
+
+def _app(monkeypatch, tmp_path, url: str):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("FAULTLINE_DB", url)
+    monkeypatch.setenv("FAULTLINE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("FAULTLINE_REMOTE_TTL", "0")
+    monkeypatch.delenv("FAULTLINE_READ_ONLY", raising=False)
+    remote._memo.clear()
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.run()
+    return at
+
+
+def _metrics(at) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+@requires_fixtures
+def test_app_reads_a_store_at_a_url_read_only(mmlu_db, tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from ui.text import md
+
+    monkeypatch.setenv("FAULTLINE_DB", str(mmlu_db))
+    monkeypatch.delenv("FAULTLINE_READ_ONLY", raising=False)
+    local = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    local.run()
+    with StoreServer({"/mmlu.duckdb": mmlu_db.read_bytes()}) as srv:
+        url = srv.url("/mmlu.duckdb")
+        at = _app(monkeypatch, tmp_path, url)
+        assert not at.exception
+        assert _metrics(at) == _metrics(local) and _metrics(at)["Predictions"] == "1,000"
+        assert at.dataframe[0].value.equals(local.dataframe[0].value)
+        caption = next(c.value for c in at.caption if "Read-only" in c.value)
+        assert caption.startswith(":material/cloud_download: Read-only: " + md(f"data from {url} (read-only copy fetched "))
+        # read-only: no loader, no analyse button; the local store offers them
+        assert not [b for b in at.button if "nalyse" in b.label]
+        assert not at.warning
+    at = _app(monkeypatch, tmp_path, url)  # the server is down now: the copy, with a warning
+    assert not at.exception and _metrics(at) == _metrics(local)
+    assert any("could not be reached" in w.value for w in at.warning)
+
+
+def test_app_without_a_copy_says_why(tmp_path, monkeypatch):
+    with StoreServer({}) as srv:
+        url = srv.url("/s.duckdb")
+    at = _app(monkeypatch, tmp_path, url)
+    assert not at.exception
+    assert [e.value for e in at.error][0].startswith(f"The store could not be read: {url}: cannot read the store")
+    assert not at.metric
