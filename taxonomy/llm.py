@@ -220,6 +220,8 @@ class LLMClient:
         self.budget = budget or Budget(None)
         self.cached = dict(cached or {})
         self.stats = Stats()
+        # a batch.BatchSession: requests not in the cache go through the provider's batch API
+        self.batch = None
         self._sem = asyncio.Semaphore(max(1, concurrency))
         self.stopped: FaultlineError | None = None
         lit = _litellm()
@@ -266,6 +268,10 @@ class LLMClient:
             if parsed is not None:
                 self.stats.cache_hits += 1
                 return parsed, key, None
+        if self.batch is not None:
+            got = await self.batch.request(self, key, messages, schema, prompt_version, purpose, parse)
+            if got is not None:
+                return got
         for _ in range(self.max_invalid):
             text, (pt, ct), cost, latency, finish = await self._send(messages, schema, purpose, key)
             parsed = parse(text)
