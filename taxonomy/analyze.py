@@ -40,7 +40,7 @@ from .catalog import Taxonomy, TaxonomyError, load_taxonomy
 from .classify import DEFAULT_BATCH_SIZE, OFFLINE, StageResult, classify_llm, classify_offline, offline_name
 from .budget import DEFAULT_MAX_TOKENS, Budget, BudgetExhausted, register_prices, require_prices
 from .journal import recover
-from .batch import BatchSession
+from .batch import BatchSession, check_provider
 from .llm import InvalidAnswer, LLMClient, LLMUnavailable, Stats, Writer, gather_all
 from .prompts import (ANALYSIS_PROMPT_VERSION, ANALYSIS_SCHEMA, CLASSIFY_PROMPT_VERSION, analysis_messages,
                       classify_messages, parse_analysis, parse_classification)
@@ -172,6 +172,9 @@ def analyze(
         raise TaxonomyError(f"--batch-size must be at least 1, got {batch_size}")
     if batch and analyst == OFFLINE and classifier == OFFLINE:
         raise TaxonomyError("--batch sends requests through an LLM provider's batch API; the offline analyst sends none")
+    if batch:
+        for model in sorted({analyst, classifier} - {OFFLINE}):
+            check_provider(model)
     path = writable_db_path(db)
     if not path.exists():
         raise StoreError(f"{path}: no database here yet; load logs with `python -m ingest PATH`")

@@ -57,8 +57,28 @@ POLL_FAILURES = 10
 ENDPOINT = "/v1/chat/completions"
 
 
+# providers whose files and batches litellm serves from an OpenAI-format JSONL file
+PROVIDERS = ("openai", "azure", "hosted_vllm", "litellm_proxy")
+
+
 class BatchesPending(FaultlineError):
     """Batches submitted by an earlier run are not collected yet."""
+
+
+class BatchUnsupported(FaultlineError):
+    """The model's provider has no batch API that litellm serves."""
+
+
+def check_provider(model: str) -> None:
+    try:
+        provider = _lit().get_llm_provider(model)[1]
+    except Exception as exc:
+        raise BatchUnsupported(f"{model}: litellm does not know this model's provider ({exc})") from None
+    if provider not in PROVIDERS:
+        raise BatchUnsupported(
+            f"{model}: --batch needs a provider whose batch API litellm serves ({', '.join(PROVIDERS)}); "
+            f"{provider} is not one of them: run without --batch"
+        )
 
 
 def batch_price(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:

@@ -183,3 +183,15 @@ def test_max_cost_holds_at_submission(tmp_db):
     assert all(b["body"]["max_completion_tokens"] == 4096 for b in srv.batch_lines)
     assert batch_price(PRICED, 1000, 4096) == pytest.approx(1000 * 0.075e-6 + 4096 * 0.3e-6)
     assert summary.analysed_now == len(srv.batch_lines) < 12
+
+
+def test_a_provider_without_a_batch_api_is_refused_before_anything_is_sent(tmp_db):
+    seeded(tmp_db, 2)
+    with FakeLLMServer() as srv:
+        cmd, env = cli(tmp_db, srv.api_base, "--batch")
+        cmd[cmd.index(PRICED)] = "anthropic/claude-3-5-haiku-latest"
+        r = run(cmd, env)
+        assert srv.api_calls == [] and srv.requests == []
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.startswith("error: anthropic/claude-3-5-haiku-latest: --batch needs a provider whose batch API "
+                               "litellm serves (openai, azure, hosted_vllm, litellm_proxy); anthropic is not one")

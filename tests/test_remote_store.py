@@ -7,10 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import duckdb
@@ -18,6 +14,7 @@ import pytest
 
 from store import remote
 from tests.conftest import requires_fixtures, run_module
+from tests.s3_server import SETUP_KEYS, reader_key, s3_endpoint
 from tests.seed_store import seed
 from tests.store_server import StoreServer
 
@@ -228,50 +225,16 @@ def test_sigv4_signature_equals_botocores():
         assert ours["Authorization"] == req.headers["Authorization"]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def moto_s3(tmp_path):
-    """moto's S3 server on 127.0.0.1 that checks signatures after its set-up calls: a bucket with a
-    store in it and an IAM user allowed to read it; yields (endpoint, access key, secret)."""
-    pytest.importorskip("moto.server", reason="moto[server] (requirements-dev.txt) is not installed")
+    """A bucket holding a store, and a key that may only read it: (endpoint, access key, secret)."""
     import boto3
 
-    port = _free_port()
-    # the first 5 calls (the set-up below) are not authenticated; every later one is
-    env = {**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": "5"}
-    log = open(tmp_path / "moto.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                            env=env, stdout=log, stderr=subprocess.STDOUT)
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail("moto server did not start:\n" + (tmp_path / "moto.log").read_text())
-                time.sleep(0.2)
-        kw = dict(endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="setup", aws_secret_access_key="setup")
-        s3, iam = boto3.client("s3", **kw), boto3.client("iam", **kw)
+    with s3_endpoint(tmp_path, unauthenticated=5) as endpoint:
+        s3 = boto3.client("s3", endpoint_url=endpoint, **SETUP_KEYS)
         s3.create_bucket(Bucket="faultline")
         s3.put_object(Bucket="faultline", Key="stores/s.duckdb", Body=_store(tmp_path / "s.duckdb", _rows(9, 3)))
-        iam.create_user(UserName="reader")
-        key = iam.create_access_key(UserName="reader")["AccessKey"]
-        iam.put_user_policy(UserName="reader", PolicyName="read", PolicyDocument=json.dumps({
-            "Version": "2012-10-17",
-            "Statement": [{"Effect": "Allow", "Action": "s3:GetObject", "Resource": "*"}]}))
-        yield endpoint, key["AccessKeyId"], key["SecretAccessKey"]
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        log.close()
+        yield (endpoint, *reader_key(endpoint))
 
 
 def test_s3_endpoint_with_sigv4(moto_s3, tmp_path):
