@@ -4,8 +4,6 @@ creates them, and a batch's answers, call records and status written in one tran
 from __future__ import annotations
 
 import json
-from datetime import datetime
-
 import duckdb
 
 from .analysis import Batch, _insert, _insert_batch, now
@@ -77,7 +75,3 @@ def save_collection(con: duckdb.DuckDBPyConnection, submission_id: str, batch_id
         con.execute("ROLLBACK")
         raise
     return True
-
-
-def submission_time(value: datetime | None) -> str:
-    return value.isoformat(sep=" ", timespec="seconds") if value else "?"

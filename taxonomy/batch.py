@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,7 +44,7 @@ from store.analysis import now
 from store.batches import (SUBMITTING, forget_submission, mark_submitted, pending_batches, record_submission,
                            save_collection)
 
-from .budget import Budget, price, prompt_token_bound
+from .budget import Budget, price
 from .llm import InvalidAnswer, LLMError, LLMUnavailable, redact
 
 TERMINAL = {"completed", "failed", "expired", "cancelled"}
@@ -258,13 +257,9 @@ class BatchSession:
         body: dict[str, Any] = {"model": model_name, "messages": messages}
         body["max_completion_tokens" if provider in ("openai", "azure") else "max_tokens"] = client.max_tokens
         if client.use_schema:
-            body["response_format"] = {"type": "json_schema", "json_schema": {**schema, "strict": False}}
-        worst = what = None
-        if self.budget.limit is not None:
-            bound = prompt_token_bound(messages, schema if client.use_schema else None)
-            worst = batch_price(client.model, bound, client.max_tokens)
-            what = f"{client.model} in a batch: {bound} prompt + {client.max_tokens} completion tokens at most"
-        held = await self.budget.reserve(worst, what)
+            body["response_format"] = client.response_format(schema)
+        worst, what = client.worst_case(messages, schema, batch_price)
+        held = await self.budget.reserve(worst, what and f"{what}, in a batch")
         future = asyncio.get_running_loop().create_future()
         self.futures[key] = future
         qkey = (client.model, provider, client.api_base)

@@ -239,6 +239,17 @@ class LLMClient:
     def key(self, prompt_version: str, messages: list[dict], schema: dict | None) -> str:
         return cache_key(self.model, prompt_version, messages, schema if self.use_schema else None)
 
+    def response_format(self, schema: dict) -> dict:
+        return {"type": "json_schema", "json_schema": {**schema, "strict": False}}
+
+    def worst_case(self, messages: list[dict], schema: dict,
+                   pricer: Callable[[str, int, int], float | None] = price) -> tuple[float | None, str | None]:
+        """What one request may cost at most under --max-cost (None without a limit), and what that is."""
+        if self.budget.limit is None:
+            return None, None
+        bound = prompt_token_bound(messages, schema if self.use_schema else None)
+        return pricer(self.model, bound, self.max_tokens), f"{self.model}: {bound} prompt + {self.max_tokens} completion tokens at most"
+
     def estimate_cost(self, messages: list[dict], purpose: str) -> float | None:
         """Expected dollars for one request (not its worst case), or None when the model has no price."""
         if not self.priced:
@@ -306,12 +317,8 @@ class LLMClient:
         if self.api_base:
             kwargs["api_base"] = self.api_base
         if self.use_schema:
-            kwargs["response_format"] = {"type": "json_schema", "json_schema": {**schema, "strict": False}}
-        worst = what = None
-        if self.budget.limit is not None:
-            bound = prompt_token_bound(messages, schema if self.use_schema else None)
-            worst = price(self.model, bound, self.max_tokens)
-            what = f"{self.model}: {bound} prompt + {self.max_tokens} completion tokens at most"
+            kwargs["response_format"] = self.response_format(schema)
+        worst, what = self.worst_case(messages, schema)
         attempt = 0
         async with self._sem:
             while True:

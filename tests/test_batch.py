@@ -17,24 +17,12 @@ import pytest
 
 from conftest import ROOT, q
 from llm_server import FakeLLMServer
-from seed_store import seed
 from store import write_session
 from store.batches import record_submission
 from taxonomy import analyze
 from taxonomy.batch import batch_price
-
-PRICED = "openai/gpt-4o-mini"  # litellm's cost map has its batch prices
-
-
-@pytest.fixture(autouse=True)
-def llm_env(monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
-    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-
-
-def seeded(db, n: int) -> None:
-    seed(db, [dict(model="acme/m1", dataset="qa", instance_id=f"q{i:03d}", is_correct=False,
-                   output=f"wrong answer number {i}") for i in range(n)])
+# the autouse fixture with a test key, and n failures with distinct prompts; PRICED has batch prices
+from test_spending import PRICED, llm_env, seeded  # noqa: F401
 
 
 def cli(db, api_base, *extra):

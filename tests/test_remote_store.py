@@ -311,6 +311,11 @@ def test_app_reads_a_store_at_a_url_read_only(mmlu_db, tmp_path, monkeypatch):
         # read-only: no loader, no analyse button; the local store offers them
         assert not [b for b in at.button if "nalyse" in b.label]
         assert not at.warning
+        for page in sorted((ROOT / "pages").glob("*.py")):
+            at.switch_page(f"pages/{page.name}")
+            at.run()
+            assert not at.exception, page.name
+            assert any(c.value.startswith(caption[:caption.index("fetched")]) for c in at.caption), page.name
     at = _app(monkeypatch, tmp_path, url)  # the server is down now: the copy, with a warning
     assert not at.exception and _metrics(at) == _metrics(local)
     assert any("could not be reached" in w.value for w in at.warning)
