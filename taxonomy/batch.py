@@ -226,14 +226,14 @@ class BatchSession:
         """(parsed answer, key, None) from a batch, or None when this request is to go live
         (--resume without --batch, and no earlier batch holds it)."""
         for _ in range(client.max_invalid):
-            got = self.answers.get(key)
+            got, ours = self.answers.get(key), False
             if got is None:
                 if key in self.futures:
                     got = await asyncio.shield(self.futures[key])
                 elif not self.submit:
                     return None
                 else:
-                    got = await self._enqueue(client, key, messages, schema, prompt_version, purpose, parse)
+                    got, ours = await self._enqueue(client, key, messages, schema, prompt_version, purpose, parse), True
             if got.status == "ok" and got.parsed is None:
                 got.parsed = parse(got.text)  # collected for an earlier run's request
                 if got.parsed is None:
@@ -242,6 +242,10 @@ class BatchSession:
                 client.cached[key] = got.text
                 return got.parsed, key, None
             if got.status == "error":
+                if not ours:  # an earlier run's batch that expired or failed: ask anew
+                    if not self.submit:
+                        return None
+                    continue
                 raise LLMUnavailable(f"{client.model}: the batch did not answer the {purpose} request ({got.error})")
             client.stats.invalid_answers += 1
             if got.finish == "length":
