@@ -75,10 +75,8 @@ def display(spec: str) -> str:
     if spec.startswith(MOTHERDUCK):
         return spec.split("?", 1)[0]
     parts = urlsplit(spec)
-    host = parts.hostname or ""
-    if parts.port:
-        host += f":{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+    # the host as written (hf://OWNER/... keeps its case), without user info
+    return urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[-1], parts.path, "", ""))
 
 
 def cache_dir() -> Path:
