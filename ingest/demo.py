@@ -9,7 +9,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from store import resolve_db_path
+from store import writable_db_path
 
 from .load import IngestSummary, ingest_paths
 
@@ -56,7 +56,7 @@ def build_demo(db: str | Path | None = None) -> IngestSummary:
     """
     from taxonomy import analyze  # taxonomy imports the store; keep ingest importable alone
 
-    target = resolve_db_path(db) if db else DEMO_DB
+    target = writable_db_path(db) if db else DEMO_DB
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".demo-", suffix=".duckdb", dir=target.parent)
     os.close(fd)

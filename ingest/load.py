@@ -20,7 +20,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from store import resolve_db_path, write_session
+from store import writable_db_path, write_session
 from store.runs import StagedRun, replace_runs, stage_run
 
 from .errors import IngestError
@@ -268,7 +268,7 @@ def ingest_paths(
     """
     options = options or ReadOptions()
     started = time.perf_counter()
-    summary = IngestSummary(db=resolve_db_path(db))
+    summary = IngestSummary(db=writable_db_path(db))
     bar = None
     if progress:
         from tqdm import tqdm

@@ -1,7 +1,7 @@
 """The DuckDB store: where it lives, how to open it, its schema and every SQL statement."""
 
-from .db import (data_version, read_connection, release_read_connections, resolve_db_path,
-                 write_session)
+from .db import (data_version, db_spec, is_remote_db, read_connection, release_read_connections,
+                 resolve_db_path, writable_db_path, write_session)
 from .errors import EmptyStoreError, FaultlineError, StoreError
 from .migrations import MIGRATIONS, migrate
 
@@ -11,9 +11,12 @@ __all__ = [
     "MIGRATIONS",
     "StoreError",
     "data_version",
+    "db_spec",
+    "is_remote_db",
     "migrate",
     "read_connection",
     "release_read_connections",
     "resolve_db_path",
+    "writable_db_path",
     "write_session",
 ]

@@ -31,6 +31,7 @@ try:
 except ImportError:  # not POSIX: writers cannot announce themselves, so readers never linger
     fcntl = None
 
+from . import remote
 from .errors import EmptyStoreError, StoreError
 from .migrations import migrate
 
@@ -39,13 +40,35 @@ ENV_VAR = "FAULTLINE_DB"
 LOCK_TIMEOUT_S = float(os.environ.get("FAULTLINE_LOCK_TIMEOUT", "120"))
 
 
+def db_spec(db: str | os.PathLike | None = None) -> str:
+    """What the user named: `--db`, else env FAULTLINE_DB, else data/faultline.duckdb; a path
+    or the URL of a store elsewhere (store/remote.py)."""
+    return str(db or os.environ.get(ENV_VAR) or DEFAULT_DB)
+
+
+def is_remote_db(db: str | os.PathLike | None = None) -> bool:
+    """Whether the store is at a URL (and so read-only)."""
+    return remote.is_remote(db_spec(db))
+
+
 def resolve_db_path(db: str | os.PathLike | None = None) -> Path:
-    """`--db PATH`, else env FAULTLINE_DB, else data/faultline.duckdb."""
-    if db:
-        return Path(db)
-    if os.environ.get(ENV_VAR):
-        return Path(os.environ[ENV_VAR])
-    return DEFAULT_DB
+    """The file to open: `--db PATH`, else env FAULTLINE_DB, else data/faultline.duckdb; for a
+    store at a URL, its verified local copy (fetched or revalidated here)."""
+    spec = db_spec(db)
+    if remote.is_remote(spec):
+        return remote.local_copy(spec)
+    return Path(spec)
+
+
+def writable_db_path(db: str | os.PathLike | None = None) -> Path:
+    """The file a command that writes may open; a store at a URL is refused before any work."""
+    spec = db_spec(db)
+    if remote.is_remote(spec) or remote.is_copy(spec):
+        raise remote.RemoteStoreError(
+            f"{remote.display(spec)}: a store at a URL is read-only; to change it, download the file, "
+            "run the command on that copy (--db FILE) and publish it again (docs/hosting.md)"
+        )
+    return Path(spec)
 
 
 def _is_lock_conflict(exc: Exception) -> bool:
@@ -283,7 +306,7 @@ def write_session(db: str | os.PathLike | None = None, timeout: float = LOCK_TIM
 
     Callers open their own transactions inside; keep the block short.
     """
-    path = resolve_db_path(db)
+    path = writable_db_path(db)
     path.parent.mkdir(parents=True, exist_ok=True)
     with _announce_writer(path):
         # this process's own lingering reader would keep the file open the other way

@@ -347,6 +347,32 @@ MIGRATIONS: list[tuple[str, str]] = [
         ALTER TABLE failure_labels ADD COLUMN no_model_error VARCHAR;
         """,
     ),
+    (
+        "015_llm_batches",
+        # Requests sent through a provider's batch API (taxonomy/batch.py): one row per submitted
+        # batch, written before the batch is created so that a run killed at any point can find
+        # it again (--resume) instead of paying for its requests twice. A batch line billed
+        # becomes an llm_calls row carrying its batch_id.
+        """
+        CREATE TABLE llm_batches (
+            submission_id VARCHAR PRIMARY KEY,
+            batch_id VARCHAR,
+            input_file_id VARCHAR NOT NULL,
+            model VARCHAR NOT NULL,
+            provider VARCHAR NOT NULL,
+            api_base VARCHAR,
+            requests JSON NOT NULL,
+            n_requests INTEGER NOT NULL,
+            reserved_usd DOUBLE,
+            status VARCHAR NOT NULL,
+            provider_status VARCHAR,
+            submitted_at TIMESTAMP NOT NULL,
+            collected_at TIMESTAMP,
+            cost_usd DOUBLE
+        );
+        ALTER TABLE llm_calls ADD COLUMN batch_id VARCHAR;
+        """,
+    ),
 ]
 
 

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from store import StoreError, resolve_db_path, write_session
+from store import StoreError, writable_db_path, write_session
 from store.analysis import (
     Batch,
     analyses_of,
@@ -33,14 +33,17 @@ from store.analysis import (
     recorded_taxonomy,
     save_batch,
 )
+from store.batches import pending_batches
 
 from . import offline
 from .catalog import Taxonomy, TaxonomyError, load_taxonomy
 from .classify import DEFAULT_BATCH_SIZE, OFFLINE, StageResult, classify_llm, classify_offline, offline_name
 from .budget import DEFAULT_MAX_TOKENS, Budget, BudgetExhausted, register_prices, require_prices
 from .journal import recover
+from .batch import BatchSession, check_provider
 from .llm import InvalidAnswer, LLMClient, LLMUnavailable, Stats, Writer, gather_all
-from .prompts import ANALYSIS_PROMPT_VERSION, ANALYSIS_SCHEMA, CLASSIFY_PROMPT_VERSION, analysis_messages, classify_messages, parse_analysis
+from .prompts import (ANALYSIS_PROMPT_VERSION, ANALYSIS_SCHEMA, CLASSIFY_PROMPT_VERSION, analysis_messages,
+                      classify_messages, parse_analysis, parse_classification)
 from .runlock import run_lock
 from .select import check_names, failure_key, group_pairs, sample
 from .title_classifier import check_supports
@@ -63,6 +66,7 @@ class Summary:
     seconds: float = 0.0
     analysis_seconds: float = 0.0
     stopped: str | None = None
+    batches: str = ""  # what went through the batch API (--batch / --resume)
 
     @property
     def analysed(self) -> int:
@@ -81,7 +85,9 @@ class Summary:
             + f", {s.cache_hits} cache hits"
             + (f", {self.recovered} answers recovered from an earlier run's journal" if self.recovered else "")
             + f"; tokens {s.prompt_tokens} in / {s.completion_tokens} out;"
-            + f" cost ${s.cost_usd:.4f}{self._cost_note()}; {self.seconds:.1f} s"
+            + f" cost ${s.cost_usd:.4f}{self._cost_note()}; "
+            + (f"{self.batches}; " if self.batches else "")
+            + f"{self.seconds:.1f} s"
         )
         return text
 
@@ -148,10 +154,15 @@ def analyze(
     backoff_s: float = 1.0,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     prices: dict[str, tuple[float, float]] | None = None,
+    batch: bool = False,
+    resume: bool = False,
+    poll_interval: float = 30.0,
     progress: bool = False,
     log: Callable[[str], None] = lambda msg: None,
 ) -> Summary:
-    """`prices`: USD per million input and output tokens, for models litellm cannot price."""
+    """`prices`: USD per million input and output tokens, for models litellm cannot price.
+    `batch`: send through the provider's batch API; `resume`: collect the batches an earlier
+    run submitted (taxonomy/batch.py)."""
     started = time.perf_counter()
     tax = load_taxonomy(taxonomy_file)
     classifier = classifier or (OFFLINE if analyst == OFFLINE else analyst)
@@ -159,7 +170,12 @@ def analyze(
         check_supports(tax)
     if batch_size < 1:
         raise TaxonomyError(f"--batch-size must be at least 1, got {batch_size}")
-    path = resolve_db_path(db)
+    if batch and analyst == OFFLINE and classifier == OFFLINE:
+        raise TaxonomyError("--batch sends requests through an LLM provider's batch API; the offline analyst sends none")
+    if batch:
+        for model in sorted({analyst, classifier} - {OFFLINE}):
+            check_provider(model)
+    path = writable_db_path(db)
     if not path.exists():
         raise StoreError(f"{path}: no database here yet; load logs with `python -m ingest PATH`")
     register_prices(prices or {})
@@ -172,7 +188,8 @@ def analyze(
         summary.recovered = _recover(path, log)
         _analyze(path, analyst, classifier, tax, prompt_version, summary, models, datasets, sample_ratio,
                  api_base=api_base, concurrency=concurrency, max_cost=max_cost, batch_size=batch_size,
-                 timeout=timeout, backoff_s=backoff_s, max_tokens=max_tokens, progress=progress, log=log)
+                 timeout=timeout, backoff_s=backoff_s, max_tokens=max_tokens, progress=progress, log=log,
+                 batching=(batch, resume, poll_interval))
     summary.seconds = time.perf_counter() - started
     return summary
 
@@ -186,8 +203,10 @@ def _recover(path, log) -> int:
 
 
 def _analyze(path, analyst, classifier, tax, prompt_version, summary, models, datasets, sample_ratio, *,
-             api_base, concurrency, max_cost, batch_size, timeout, backoff_s, max_tokens, progress, log) -> None:
+             api_base, concurrency, max_cost, batch_size, timeout, backoff_s, max_tokens, progress, log,
+             batching=(False, False, 30.0)) -> None:
     with write_session(path) as con:
+        has_pending = bool(pending_batches(con))
         known_models, known_datasets = models_and_datasets(con)
         if not known_models:
             raise StoreError(f"{path}: no ingested runs; load logs with `python -m ingest PATH`")
@@ -237,11 +256,19 @@ def _analyze(path, analyst, classifier, tax, prompt_version, summary, models, da
         groups = {}
 
     needs_llm = bool(groups) or classifier != OFFLINE
-    if needs_llm:
+    batch, resume, poll_s = batching
+    if needs_llm or (resume and has_pending):
+        session = None
+        if batch or resume or has_pending:
+            # without --resume a store with uncollected batches is refused (open() says so)
+            session = BatchSession(path, summary.budget, submit=batch, resume=resume, poll_s=poll_s, log=log,
+                                   parsers={ANALYSIS_PROMPT_VERSION: parse_analysis,
+                                            CLASSIFY_PROMPT_VERSION: parse_classification})
         asyncio.run(_run_llm(
             path, analyst, classifier, tax, groups, correct, title_of, classified, summary,
             api_base=api_base, concurrency=concurrency, max_cost=max_cost, batch_size=batch_size,
             timeout=timeout, backoff_s=backoff_s, max_tokens=max_tokens, progress=progress, log=log,
+            session=session,
         ))
     else:
         _classify_offline_titles(path, tax, title_of, classified, summary, progress)
@@ -261,7 +288,7 @@ def _classify_offline_titles(path, tax: Taxonomy, title_of: dict, classified: di
 async def _run_llm(
     path, analyst: str, classifier: str, tax: Taxonomy, groups: dict[str, list[dict]], correct: dict,
     title_of: dict, classified: dict, summary: Summary, *, api_base, concurrency, max_cost, batch_size,
-    timeout, backoff_s, max_tokens, progress, log,
+    timeout, backoff_s, max_tokens, progress, log, session: BatchSession | None = None,
 ) -> None:
     clients: dict[str, LLMClient] = {}
 
@@ -275,10 +302,13 @@ async def _run_llm(
             )
         client = clients[model]
         client.writer = writer
+        client.batch = session
         client.cached.update(cached)
         return client
 
     try:
+        if session is not None:
+            await session.open()
         try:
             if groups:
                 await _stage1(path, analyst, tax, groups, correct, title_of, summary, client_for, batch_size, progress, log, max_cost)
@@ -286,12 +316,20 @@ async def _run_llm(
                 await _stage3(path, classifier, tax, title_of, classified, summary, client_for, batch_size, progress)
         except BudgetExhausted:
             pass
+        if session is not None:
+            # every batch submitted is collected before the run ends (it is paid for)
+            await session.close()
+            summary.batches = session.line()
         # also when the last request was the one billed past its reservation
         if summary.budget.stopped is not None:
             summary.stopped = summary.budget.message()
         if classifier == OFFLINE:
             # free, so the titles of a run stopped by the budget are classified too
             _classify_offline_titles(path, tax, title_of, classified, summary, progress)
+    except BaseException:
+        if session is not None:
+            session.abandon()  # what was submitted stays recorded for --resume
+        raise
     finally:
         for c in clients.values():
             for name in vars(summary.stats):
@@ -398,7 +436,7 @@ def classify_titles(
         cats = classify_offline(unique, tax)
         summary.seconds = time.perf_counter() - started
         return cats, summary
-    path = resolve_db_path(db)
+    path = writable_db_path(db)
     path.parent.mkdir(parents=True, exist_ok=True)
     summary = Summary(classifier=classifier, selected=len(unique))
     with run_lock(path):

@@ -77,6 +77,13 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--max-cost", type=_money, help="never spend more than this many USD (each request reserves its worst case)")
     a.add_argument("--price", nargs=3, action="append", default=[], metavar=("MODEL", "IN", "OUT"),
                    help="USD per million input and output tokens of MODEL, for a model litellm has no price for")
+    a.add_argument("--batch", action="store_true",
+                   help="send through the provider's batch API (about half the price; answers within 24 h); "
+                        "the run waits for the batches, and --resume collects them if it is stopped")
+    a.add_argument("--resume", action="store_true",
+                   help="collect the batches an earlier run submitted (after a crash, a kill or a restart), then go on")
+    a.add_argument("--poll-interval", type=_number(float, lambda v: v > 0, "must be positive"), default=30.0,
+                   metavar="S", help="seconds between checks of a submitted batch (default 30)")
     a.add_argument("--sample", type=_ratio, help="analyse this ratio of the failures of each (model, dataset) pair")
     a.add_argument("--models", nargs="+", default=[], metavar="M", help="only these models, as the logs name them")
     a.add_argument("--datasets", nargs="+", default=[], metavar="D", help="only these datasets")
@@ -198,8 +205,8 @@ def main(argv: list[str] | None = None) -> int:
                 concurrency=args.concurrency, max_cost=args.max_cost, sample_ratio=args.sample,
                 models=args.models, datasets=args.datasets, classifier=args.classifier,
                 taxonomy_file=args.taxonomy, batch_size=args.batch_size, timeout=args.timeout,
-                max_tokens=args.max_tokens, prices=_prices(args.price),
-                progress=progress, log=lambda msg: print(msg, file=sys.stderr),
+                max_tokens=args.max_tokens, prices=_prices(args.price), batch=args.batch, resume=args.resume,
+                poll_interval=args.poll_interval, progress=progress, log=lambda msg: print(msg, file=sys.stderr),
             )
             print(summary.line())
             if summary.stopped:
@@ -223,5 +230,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc.message}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        print("interrupted; finished results are saved, re-run the same command to resume", file=sys.stderr)
+        print("interrupted; finished results are saved, re-run the same command to resume "
+              "(with --resume when batches were submitted: they are collected, not sent again)", file=sys.stderr)
         return 130

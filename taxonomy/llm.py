@@ -220,6 +220,8 @@ class LLMClient:
         self.budget = budget or Budget(None)
         self.cached = dict(cached or {})
         self.stats = Stats()
+        # a batch.BatchSession: requests not in the cache go through the provider's batch API
+        self.batch = None
         self._sem = asyncio.Semaphore(max(1, concurrency))
         self.stopped: FaultlineError | None = None
         lit = _litellm()
@@ -236,6 +238,17 @@ class LLMClient:
 
     def key(self, prompt_version: str, messages: list[dict], schema: dict | None) -> str:
         return cache_key(self.model, prompt_version, messages, schema if self.use_schema else None)
+
+    def response_format(self, schema: dict) -> dict:
+        return {"type": "json_schema", "json_schema": {**schema, "strict": False}}
+
+    def worst_case(self, messages: list[dict], schema: dict,
+                   pricer: Callable[[str, int, int], float | None] = price) -> tuple[float | None, str | None]:
+        """What one request may cost at most under --max-cost (None without a limit), and what that is."""
+        if self.budget.limit is None:
+            return None, None
+        bound = prompt_token_bound(messages, schema if self.use_schema else None)
+        return pricer(self.model, bound, self.max_tokens), f"{self.model}: {bound} prompt + {self.max_tokens} completion tokens at most"
 
     def estimate_cost(self, messages: list[dict], purpose: str) -> float | None:
         """Expected dollars for one request (not its worst case), or None when the model has no price."""
@@ -266,6 +279,10 @@ class LLMClient:
             if parsed is not None:
                 self.stats.cache_hits += 1
                 return parsed, key, None
+        if self.batch is not None:
+            got = await self.batch.request(self, key, messages, schema, prompt_version, purpose, parse)
+            if got is not None:
+                return got
         for _ in range(self.max_invalid):
             text, (pt, ct), cost, latency, finish = await self._send(messages, schema, purpose, key)
             parsed = parse(text)
@@ -300,12 +317,8 @@ class LLMClient:
         if self.api_base:
             kwargs["api_base"] = self.api_base
         if self.use_schema:
-            kwargs["response_format"] = {"type": "json_schema", "json_schema": {**schema, "strict": False}}
-        worst = what = None
-        if self.budget.limit is not None:
-            bound = prompt_token_bound(messages, schema if self.use_schema else None)
-            worst = price(self.model, bound, self.max_tokens)
-            what = f"{self.model}: {bound} prompt + {self.max_tokens} completion tokens at most"
+            kwargs["response_format"] = self.response_format(schema)
+        worst, what = self.worst_case(messages, schema)
         attempt = 0
         async with self._sem:
             while True:

@@ -8,6 +8,12 @@ per purpose ("analysis" / "classification") and consumed by the next requests of
 missing a title. Every request it receives is recorded, so tests can count and inspect them.
 
 Fault "cut_off" is truncated JSON with finish_reason "length", as when an answer reaches max_tokens.
+It also implements OpenAI's batch API (`/v1/files` upload and content, `/v1/batches` create,
+retrieve, list) with JSONL in and out: each line of a batch is answered as the chat endpoint would
+answer it (faults included) and billed once, when the batch is processed. Batches stay
+`in_progress` while `hold_batches` is set (a test kills its client meanwhile) and are processed
+on the first retrieve after `release_batches()`. `batch_lines` records every line billed.
+
 `completion_tokens=N` makes every answer bill N completion tokens, as a reasoning model's hidden
 thinking does: capped at the request's max_tokens like a real provider, or not
 (`honour_max_tokens=False`, a provider that bills past it). `storm=RATE` answers that share of
@@ -26,6 +32,8 @@ import sys
 import threading
 import time
 from collections import deque
+from email.parser import BytesParser
+from email.policy import HTTP
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 TITLES = [
@@ -134,6 +142,12 @@ class FakeLLMServer:
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        # the batch API
+        self.hold_batches = False
+        self.files: dict[str, dict] = {}
+        self.batches: dict[str, dict] = {}
+        self.batch_lines: list[dict] = []
+        self.api_calls: list[tuple[str, str]] = []  # (method, path) of every files/batches call
 
     def queue(self, purpose: str, *faults: str) -> None:
         unknown = set(faults) - FAULTS
@@ -205,6 +219,112 @@ class FakeLLMServer:
         }
         return 200, {}, json.dumps(payload).encode(), delay
 
+    # ------------------------------------------------------------ the batch API
+
+    def release_batches(self) -> None:
+        with self._lock:
+            self.hold_batches = False
+
+    def _file_object(self, fid: str) -> dict:
+        f = self.files[fid]
+        return {"id": fid, "object": "file", "bytes": len(f["data"]), "created_at": f["created_at"],
+                "filename": f["filename"], "purpose": f["purpose"], "status": "processed"}
+
+    def _new_file(self, data: bytes, filename: str, purpose: str) -> str:
+        fid = f"file-{len(self.files) + 1}"
+        self.files[fid] = {"data": data, "filename": filename, "purpose": purpose, "created_at": int(time.time())}
+        return fid
+
+    def _upload(self, content_type: str, raw: bytes) -> tuple[int, dict]:
+        msg = BytesParser(policy=HTTP).parsebytes(b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + raw)
+        fields, data, filename = {}, None, "upload.jsonl"
+        for part in msg.iter_parts():
+            name = part.get_param("name", header="content-disposition")
+            if name == "file":
+                data = part.get_payload(decode=True)
+                filename = part.get_filename() or filename
+            else:
+                fields[name] = part.get_payload(decode=True).decode()
+        if data is None:
+            return 400, {"error": {"message": "no file"}}
+        with self._lock:
+            fid = self._new_file(data, filename, fields.get("purpose", "batch"))
+            return 200, self._file_object(fid)
+
+    def _create_batch(self, body: dict) -> tuple[int, dict]:
+        with self._lock:
+            if body.get("input_file_id") not in self.files:
+                return 400, {"error": {"message": f"no such file {body.get('input_file_id')}"}}
+            bid = f"batch_{len(self.batches) + 1}"
+            lines = [ln for ln in self.files[body["input_file_id"]]["data"].decode().splitlines() if ln.strip()]
+            self.batches[bid] = {
+                "id": bid, "object": "batch", "endpoint": body.get("endpoint", "/v1/chat/completions"),
+                "errors": None, "input_file_id": body["input_file_id"],
+                "completion_window": body.get("completion_window", "24h"), "status": "in_progress",
+                "output_file_id": None, "error_file_id": None, "created_at": int(time.time()),
+                "in_progress_at": int(time.time()), "completed_at": None,
+                "request_counts": {"total": len(lines), "completed": 0, "failed": 0},
+                "metadata": body.get("metadata"),
+            }
+            return 200, dict(self.batches[bid])
+
+    def _process(self, batch: dict) -> None:
+        """Answer every line of a held batch, once (called under the lock)."""
+        lines = [json.loads(ln) for ln in self.files[batch["input_file_id"]]["data"].decode().splitlines() if ln.strip()]
+        out, err = [], []
+        for n, line in enumerate(lines):
+            body = line["body"]
+            purpose = _purpose(body)
+            self._lock.release()
+            try:
+                status, _, data, _ = self._handle(body)
+            finally:
+                self._lock.acquire()
+            item = {"id": f"batch_req_{batch['id']}_{n}", "custom_id": line["custom_id"],
+                    "response": {"status_code": status, "request_id": f"req_{n}", "body": json.loads(data)},
+                    "error": None}
+            (out if status == 200 else err).append(item)
+            if status == 200:
+                self.batch_lines.append({"batch": batch["id"], "custom_id": line["custom_id"], "purpose": purpose,
+                                         "body": body})
+        if out:
+            batch["output_file_id"] = self._new_file("".join(json.dumps(i) + "\n" for i in out).encode(), "out.jsonl", "batch_output")
+        if err:
+            batch["error_file_id"] = self._new_file("".join(json.dumps(i) + "\n" for i in err).encode(), "err.jsonl", "batch_output")
+        batch["status"] = "completed"
+        batch["completed_at"] = int(time.time())
+        batch["request_counts"] = {"total": len(lines), "completed": len(out), "failed": len(err)}
+
+    def _batch_api(self, method: str, path: str, headers, raw: bytes) -> tuple[int, dict | bytes]:
+        with self._lock:
+            self.api_calls.append((method, path))
+        parts = path.split("?", 1)[0].rstrip("/").split("/")
+        i = parts.index("files") if "files" in parts else parts.index("batches")
+        rest = parts[i + 1:]
+        if parts[i] == "files":
+            if method == "POST" and not rest:
+                return self._upload(headers.get("Content-Type", ""), raw)
+            with self._lock:
+                if not rest or rest[0] not in self.files:
+                    return 404, {"error": {"message": "no such file"}}
+                if rest[1:] == ["content"]:
+                    return 200, self.files[rest[0]]["data"]
+                return 200, self._file_object(rest[0])
+        if method == "POST" and not rest:
+            return self._create_batch(json.loads(raw or b"{}"))
+        with self._lock:
+            if not rest:
+                data = sorted(self.batches.values(), key=lambda b: b["created_at"], reverse=True)
+                return 200, {"object": "list", "data": [dict(b) for b in data], "has_more": False}
+            batch = self.batches.get(rest[0])
+            if batch is None:
+                return 404, {"error": {"message": "no such batch"}}
+            if rest[1:] == ["cancel"]:
+                batch["status"] = "cancelled"
+            elif batch["status"] == "in_progress" and not self.hold_batches:
+                self._process(batch)
+            return 200, dict(batch)
+
     def __enter__(self) -> "FakeLLMServer":
         server = self
 
@@ -217,9 +337,25 @@ class FakeLLMServer:
             def log_message(self, *args):  # keep test output clean
                 pass
 
+            def _send_batch_api(self, method: str, raw: bytes) -> None:
+                status, payload = server._batch_api(method, self.path, self.headers, raw)
+                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/octet-stream" if isinstance(payload, bytes) else "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                self._send_batch_api("GET", b"")
+
             def do_POST(self):
                 length = int(self.headers.get("Content-Length", 0))
-                body = json.loads(self.rfile.read(length) or b"{}")
+                raw = self.rfile.read(length)
+                if "/files" in self.path or "/batches" in self.path:
+                    self._send_batch_api("POST", raw)
+                    return
+                body = json.loads(raw or b"{}")
                 status, headers, data, delay = server._handle(body)
                 with server._lock:
                     server.requests.append(body)

@@ -4,6 +4,7 @@ shows the demo's charts, hostile text stays text, and /compare?a=…&b=… repro
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import socket
 import subprocess
@@ -34,13 +35,13 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def streamlit_app(root: Path, env: dict, log_path: Path, timeout: float = 60):
-    """`streamlit run app.py` in `root`; yields its base URL once /_stcore/health answers."""
+def streamlit_app(root: Path, env: dict, log_path: Path, timeout: float = 60, args: tuple = ()):
+    """`streamlit run app.py [args]` in `root`; yields its base URL once /_stcore/health answers."""
     port = _free_port()
     log = open(log_path, "w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless=true",
-         f"--server.port={port}", "--server.address=127.0.0.1", "--server.fileWatcherType=none"],
+         f"--server.port={port}", "--server.address=127.0.0.1", "--server.fileWatcherType=none", *args],
         cwd=root, env={**env, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}, stdout=log,
         stderr=subprocess.STDOUT,
     )
@@ -329,3 +330,79 @@ def test_instance_view_shows_score_rule_judge_words_and_the_chosen_option(tmp_pa
         assert "chose B · Lyon" in body and "gold A · Paris" in body
         assert JUDGE_WORDS in body and "gpt-4o · accuracy · score 1" in body
         assert "Answer with the letter of the correct option." in body
+
+
+def test_store_at_a_url_in_chromium(tmp_path):
+    """The hosted recipe: FAULTLINE_DB names a store on an HTTP server; the page reads its copy,
+    says where the data comes from, and offers no loading or analysis."""
+    from tests.store_server import StoreServer
+
+    db = tmp_path / "published.duckdb"
+    seed(db, [dict(model="m1", dataset="ds", instance_id=f"q{i}", is_correct=i % 3 == 0) for i in range(9)])
+    with StoreServer({"/pub/published.duckdb": db.read_bytes()}) as store_srv:
+        url = store_srv.url("/pub/published.duckdb")
+        env = {**{k: v for k, v in os.environ.items() if not k.startswith("FAULTLINE_")},
+               "FAULTLINE_DB": url, "FAULTLINE_CACHE_DIR": str(tmp_path / "cache")}
+        with streamlit_app(ROOT, env, tmp_path / "streamlit.log") as base, chromium() as browser:
+            page = browser.new_page()
+            page.goto(base + "/")
+            settled(page)
+            page.wait_for_selector("[data-testid='stMetricValue']")
+            # md() breaks autolinks with a zero-width space after the scheme
+            main = page.inner_text("[data-testid='stMain']").replace("\u200b", "")
+            page.screenshot(path=str(tmp_path / "remote.png"), full_page=True)
+            assert page.locator("[data-testid='stException']").count() == 0
+            assert f"Read-only: data from {url} (read-only copy fetched" in main
+            values = page.locator("[data-testid='stMetricValue']").all_inner_texts()
+            assert values[0] == "1" and values[4] == "9" and values[5] == "6"  # runs, predictions, failures
+            assert "Load benchmark logs" not in main and "Analyse" not in main
+        assert store_srv.statuses()[0] == 200
+
+
+def _recipe_block(name: str, text: str) -> str:
+    """The fenced block after `<!-- recipe: NAME -->` in docs/hosting.md."""
+    after = text.split(f"<!-- recipe: {name} -->", 1)[1]
+    return after.split("```", 2)[1].split("\n", 1)[1]
+
+
+def test_hosting_recipe_in_chromium(tmp_path):
+    """docs/hosting.md's recipe as written: its publishing snippet uploads a store to a (local) S3
+    endpoint, its secrets TOML (bucket, key, endpoint filled in) configures `streamlit run`, and
+    the page shows the store's figures, read-only, naming the s3:// URL."""
+    import tomllib
+
+    import boto3
+
+    from tests.s3_server import SETUP_KEYS, reader_key, s3_endpoint
+
+    recipe = (ROOT / "docs" / "hosting.md").read_text()
+    publish, secrets = _recipe_block("publish", recipe), _recipe_block("secrets", recipe)
+    (tmp_path / "data").mkdir()
+    seed(tmp_path / "data" / "published.duckdb",
+         [dict(model="m1", dataset="ds", instance_id=f"q{i}", is_correct=i % 4 == 0) for i in range(8)])
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "FAULTLINE_"))}
+    # create_bucket + the recipe's upload + the reader's key: every later call is signed and checked
+    with s3_endpoint(tmp_path, unauthenticated=5) as endpoint:
+        boto3.client("s3", endpoint_url=endpoint, **SETUP_KEYS).create_bucket(Bucket="my-bucket")
+        subprocess.run([sys.executable, "-c", publish], cwd=tmp_path, check=True, timeout=120, env={
+            **clean, "AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "setup", "AWS_SECRET_ACCESS_KEY": "setup",
+            "AWS_DEFAULT_REGION": "us-east-1"})
+        access, secret = reader_key(endpoint)
+        values = tomllib.loads(secrets)
+        values.update(AWS_ACCESS_KEY_ID=access, AWS_SECRET_ACCESS_KEY=secret, AWS_REGION="us-east-1",
+                      AWS_ENDPOINT_URL_S3=endpoint)
+        toml = "\n".join(f"{k} = {json.dumps(v)}" for k, v in values.items())
+        (tmp_path / "secrets.toml").write_text(toml + "\n")
+        env = {**clean, "FAULTLINE_CACHE_DIR": str(tmp_path / "cache")}
+        with streamlit_app(ROOT, env, tmp_path / "streamlit.log", args=(f"--secrets.files={tmp_path / 'secrets.toml'}",)) as base, \
+                chromium() as browser:
+            page = browser.new_page()
+            page.goto(base + "/")
+            settled(page)
+            page.wait_for_selector("[data-testid='stMetricValue']")
+            main = page.inner_text("[data-testid='stMain']").replace("\u200b", "")
+            assert page.locator("[data-testid='stException']").count() == 0
+            assert f"Read-only: data from {values['FAULTLINE_DB']} (read-only copy fetched" in main
+            values_shown = page.locator("[data-testid='stMetricValue']").all_inner_texts()
+            assert values_shown[4] == "8" and values_shown[5] == "6"  # predictions, failures
+    assert values["FAULTLINE_DB"] == "s3://my-bucket/faultline/published.duckdb" and values["read_only"] is True

@@ -19,6 +19,8 @@ import streamlit as st
 import store
 from store import queries as q
 
+from .text import md
+
 
 READ_LINGER_S = 1.0
 
@@ -39,9 +41,14 @@ def _demo_store(fingerprint: str) -> Path:
 
 def active_db() -> Path:
     """The store pages read: the configured one once it exists, else the DEMO store (built on
-    first use from data/demo), so a first start shows every page working."""
-    db = store.resolve_db_path()
-    if db.exists():
+    first use from data/demo), so a first start shows every page working. A store at a URL is
+    read from its verified local copy; when there is none to be had the page says why and stops."""
+    try:
+        db = store.resolve_db_path()
+    except store.FaultlineError as exc:
+        st.error(f"The store could not be read: {exc.message}", icon=":material/cloud_off:")
+        st.stop()
+    if db.exists() or store.is_remote_db():
         return db
     from ingest.demo import fingerprint
 
@@ -56,7 +63,7 @@ def public_message(message: str) -> str:
     """A message fit to show: in read-only mode (a public link) server paths are cut to names."""
     if not read_only():
         return message
-    for path in {store.resolve_db_path(), active_db()}:
+    for path in {active_db(), *(() if store.is_remote_db() else (store.resolve_db_path(),))}:
         message = message.replace(str(path.parent) + os.sep, "").replace(str(path.parent), "")
     return message
 
@@ -113,10 +120,12 @@ def require_data() -> None:
     database yet) show the demo store under a banner."""
     from .setup import loader
 
-    db = store.resolve_db_path()
+    db = store.resolve_db_path() if not store.is_remote_db() else active_db()
     if is_demo():
         _demo_banner()
         return
+    if store.is_remote_db():
+        _remote_source()
     try:
         loaded = _cached(q.has_data.__module__, q.has_data.__name__, str(db), store.data_version(db), {})
     except store.EmptyStoreError:
@@ -128,6 +137,16 @@ def require_data() -> None:
         st.info(f"**The database holds no runs yet.** {_how(db)}")
         loader(expanded=True, analyse=False)  # nothing to analyse yet
         st.stop()
+
+
+def _remote_source() -> None:
+    """Say where a store at a URL comes from, and when its copy may be out of date."""
+    from store.remote import source
+
+    found = source(store.db_spec())
+    st.caption(f":material/cloud_download: Read-only: {md(found.line())}.")
+    if found.note:
+        st.warning(md(found.note), icon=":material/cloud_off:")
 
 
 def no_analyses(stop: bool = True, scope: str = "matching these filters") -> None:
@@ -165,8 +184,9 @@ def offline_caveat(analyst: str | None) -> None:
 
 
 def read_only() -> bool:
-    """Public links run read-only: no review writes (env FAULTLINE_READ_ONLY=1 or secret)."""
-    if os.environ.get("FAULTLINE_READ_ONLY", "").lower() in ("1", "true", "yes"):
+    """Public links run read-only: no review writes (env FAULTLINE_READ_ONLY=1 or secret); so
+    does a store at a URL, which nothing here can write."""
+    if os.environ.get("FAULTLINE_READ_ONLY", "").lower() in ("1", "true", "yes") or store.is_remote_db():
         return True
     try:
         return bool(st.secrets.get("read_only", False))
