@@ -347,6 +347,17 @@ MIGRATIONS: list[tuple[str, str]] = [
         ALTER TABLE failure_labels ADD COLUMN no_model_error VARCHAR;
         """,
     ),
+    (
+        "010_verdict_rules",
+        # How each run was judged, in full: the bottom of the metric's scale (1 for 1–5 jury
+        # scores), the harness's own headline metric (to show a run judged on another metric),
+        # and the rule in words, as the ingest summary printed it.
+        """
+        ALTER TABLE runs ADD COLUMN metric_min DOUBLE;
+        ALTER TABLE runs ADD COLUMN headline_metric VARCHAR;
+        ALTER TABLE runs ADD COLUMN verdict_rule VARCHAR;
+        """,
+    ),
 ]
 
 
