@@ -233,7 +233,7 @@ def read_run(run_dir: Path, schema: SuiteSchema | None, options: ReadOptions) ->
     display_names = list(first.get("stats") or {})
     available = metric_names | set(display_names)
     headline = _headline(schema, groups, available)
-    metric, source = _choose_metric(override.metric, headline, available, display_names)
+    metric, source = _choose_metric(override.metric, headline, available, display_names, _jury_metric(spec))
     lower = _lower_is_better(schema, metric)
 
     preds_where = display_file if completions is None else state_file
@@ -487,12 +487,15 @@ def _headline(schema: SuiteSchema | None, groups: list[str], available: set[str]
 
 
 def _choose_metric(
-    configured: str | None, headline: helm_table.Headline | None, available: set[str], display_order: list[str]
+    configured: str | None, headline: helm_table.Headline | None, available: set[str], display_order: list[str],
+    jury: str | None,
 ) -> tuple[str | None, str]:
     if configured:
         return configured, "config"
     if headline is not None:
         return headline.metric, "schema" if headline.where == "the suite's schema.json" else "helm schema table"
+    if jury in available:
+        return jury, "helm jury metric"  # what the run was made to measure, when HELM names no headline
     for name in FALLBACK_METRICS:
         if name in available:
             return name, "fallback"
@@ -539,13 +542,20 @@ def _jury_scales(metric: str | None, schema: SuiteSchema | None, spec: dict) -> 
     display = (schema.display_names.get(metric) if schema else None) or helm_table.metric(metric).get("display_name")
     if isinstance(display, str) and "jury score" in display.lower():
         return [Scale(1.0, 5.0, "helm display name", f'the HELM display name "{display}" (LLM jury ratings 1–5)')]
+    if metric == _jury_metric(spec):
+        return [Scale(1.0, 5.0, "helm jury metric", f"the run's {JURY_METRIC_CLASS} (LLM jury ratings 1–5)")]
+    return []
+
+
+def _jury_metric(spec: dict) -> str | None:
+    """The metric an LLMJuryMetric of the run's metric specs writes."""
     for metric_spec in spec.get("metric_specs") or []:
         if not isinstance(metric_spec, dict):
             continue
         args = metric_spec.get("args") if isinstance(metric_spec.get("args"), dict) else {}
-        if str(metric_spec.get("class_name", "")).endswith(JURY_METRIC_CLASS) and args.get("metric_name") == metric:
-            return [Scale(1.0, 5.0, "helm jury metric", f"the run's {JURY_METRIC_CLASS} (LLM jury ratings 1–5)")]
-    return []
+        if str(metric_spec.get("class_name", "")).endswith(JURY_METRIC_CLASS) and isinstance(args.get("metric_name"), str):
+            return args["metric_name"]
+    return None
 
 
 def _request_failure(error: str | None, stats: dict[str, float], metric: str | None) -> tuple[str | None, str | None]:

@@ -6,8 +6,10 @@ results report, else the first a sample has. Score values map to numbers as Insp
 `value_to_float` does (so a run's mean score is the `accuracy` its header reports, which is
 checked): C=1, P=0.5, I=0, N (no answer)=0, yes/true=1, no/false=0, numeric text as the number,
 any other text 0. Letters and booleans are on a 0–1 scale, so partial credit fails unless a
-threshold says otherwise; booleans decide directly; numeric scorers take their scale from the
-metric registry or the dataset column. A sample with an error is an infrastructure failure.
+threshold says otherwise; booleans decide directly; numeric scorers are on 0–1 when the header
+reports their accuracy, else on the registry's scale for the scorer, else the user's --scale.
+Logs in format version 1 and logs an R writer boxed into one-element lists are read too
+(`_normalized`). A sample with an error is an infrastructure failure.
 Cancelled or errored runs keep the samples they have, and `runs.status` says so.
 """
 

@@ -301,11 +301,6 @@ class PassRule:
     rejected: tuple[str, ...] = ()  # candidates the data contradicted, said in the summary
     refused: str | None = None  # why no verdict can be given (see `refusal`)
 
-    @property
-    def pending(self) -> bool:
-        """A rule that still has to meet the dataset's column before its verdicts are final."""
-        return self.metric is not None and (self.threshold is None or len(self.candidates) > 1 or self.user_scale)
-
     def judge(self, score: float | None) -> bool | None:
         if self.threshold is None or not is_finite(score):
             return None

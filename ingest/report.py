@@ -38,6 +38,7 @@ class RunNote:
     dataset: str
     source: str
     rule: PassRule
+    metric_source: str | None
     harness_agrees: bool | None
     harness_note: str | None
     n_nonfinite: int
@@ -59,6 +60,7 @@ class RunNote:
             dataset=run.dataset,
             source=run.source_path,
             rule=rule,
+            metric_source=run.main_metric_source,
             harness_agrees=run.harness_agrees,
             harness_note=run.harness_note,
             n_nonfinite=parsed.n_nonfinite,
@@ -127,6 +129,25 @@ def threshold_lines(notes: Iterable[RunNote]) -> list[str]:
     return lines
 
 
+# how a reader names a metric it chose itself because the harness named no headline
+CHOSEN_METRIC = {"fallback": "the first of HELM's usual exact-match metrics it reports",
+                 "first task metric": "the first task metric it reports"}
+
+
+def chosen_metric_lines(notes: Iterable[RunNote]) -> list[str]:
+    """Datasets judged on a metric Faultline picked because no schema names the run's headline."""
+    seen: dict[tuple[str, str], tuple[str, int]] = {}
+    for note in notes:
+        if note.metric_source in CHOSEN_METRIC and note.rule.metric:
+            key = (note.dataset, note.rule.metric)
+            seen[key] = (note.metric_source, seen.get(key, ("", 0))[1] + 1)
+    return [
+        f"  {dataset}: judged on {metric}, {CHOSEN_METRIC[source]} [{runs} run{'s' * (runs != 1)}]; "
+        f"name the headline with {flag('--main-metric', dataset, 'NAME')}"
+        for (dataset, metric), (source, runs) in seen.items()
+    ]
+
+
 def impossible_rates(notes: Iterable[RunNote]) -> list[str]:
     """A model × dataset where every prediction fails, or none does, although the scores vary:
     the rule is probably wrong for these scores."""
@@ -177,6 +198,10 @@ def details(summary: "IngestSummary", skipped_list: Path | None = None) -> list[
     unscored predictions, skipped files."""
     notes = summary.notes
     lines = harness_lines(notes)
+    chosen = chosen_metric_lines(notes)
+    if chosen:
+        lines.append("no headline known (no schema names the run group's main metric):")
+        lines.extend(chosen)
     thresholds = threshold_lines(notes)
     if thresholds:
         lines.append("thresholds on continuous metrics:")
