@@ -4,6 +4,11 @@ A run has run_spec.json plus either the display files (instances.json, display_p
 or, in older or trimmed runs, only scenario_state.json. Per-instance scores come from
 per_instance_stats.json, which has one entry per metric class per instance: entries are merged
 on (instance_id, perturbation, train_trial_index).
+
+A run is judged on HELM's headline for its run group: the suite schema.json's main_name, else the
+first main metric HELM's own schema files have named for the group that the run reports
+(helm_table, for suites written by helm-run alone). A run folder without predictions, or with 0
+request states, is skipped in a folder and refused when named directly (NotARun).
 """
 
 from __future__ import annotations
@@ -325,6 +330,8 @@ def read_run(run_dir: Path, schema: SuiteSchema | None, options: ReadOptions) ->
         **harness,
     )
     notes = [f"{run_dir}: {repeated} repeated prediction(s) stored once"] if repeated else []
+    if blocked := sum(1 for r in rows if r["verdict_note"]):
+        notes.append(f"{run_dir}: {blocked} failed request(s) HELM scored anyway, counted as HELM counts them (predictions.verdict_note)")
     return ParsedRun(run=run, instances=instances, predictions=predictions, notes=notes, n_nonfinite=n_nonfinite, rule=rule)
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import q, run_module
-from ingest import IngestError, PassConfig, ReadOptions, ingest_paths
+from ingest import IngestError, ingest_paths
 from ingest.promptfoo import short_label
 
 

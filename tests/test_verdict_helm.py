@@ -13,8 +13,7 @@ import pytest
 
 from conftest import FIXTURES, MMLU_SUITE, q, requires_fixtures, run_module
 from helm_gen import Case, Run, write_run, write_schema
-from ingest import IngestError, PassConfig, ReadOptions, ingest_paths
-from ingest import helm_table
+from ingest import IngestError, PassConfig, ReadOptions, helm_table, ingest_paths
 
 JURY = "aci_bench_accuracy"
 # means of three jurors' 1–5 ratings; model a answers well half the time, model b never
@@ -235,6 +234,7 @@ def test_a_request_the_provider_blocked_but_helm_scored_counts_as_helm_counted_i
         (True, "agrees: 0.368421 = 7/19 (exact_match, split test); headline exact_match of group mmlu from "
                "HELM's classic, lite, mmlu schemas"),
     ]
+    assert f"{run}: 1 failed request(s) HELM scored anyway, counted as HELM counts them (predictions.verdict_note)" in summary.remarks
 
 
 @requires_fixtures
