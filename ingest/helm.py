@@ -32,6 +32,7 @@ from .records import InstanceRecord, ParsedRun, PredictionRecord, RunRecord, Ski
 from .walk import helm_runs_below
 
 FORMAT = "helm"
+SUITE_SCHEMA = "the suite's schema.json"  # where a headline came from, when not HELM's own table
 # Scenario arguments that name a subdivision of the dataset, most specific first.
 DOMAIN_ARGS = ("subject", "subset", "subtask", "task", "category", "topic", "domain", "language", "dataset")
 
@@ -485,7 +486,7 @@ def _headline(schema: SuiteSchema | None, groups: list[str], available: set[str]
         for group in reversed(groups):
             main = schema.main_names.get(group)
             if main in available:
-                return helm_table.Headline(group, main, schema.main_splits.get(group), "the suite's schema.json")
+                return helm_table.Headline(group, main, schema.main_splits.get(group), SUITE_SCHEMA)
     for group in reversed(groups):
         for headline in helm_table.headlines(group):
             if headline.metric in available:
@@ -500,7 +501,7 @@ def _choose_metric(
     if configured:
         return configured, "config"
     if headline is not None:
-        return headline.metric, "schema" if headline.where == "the suite's schema.json" else "helm schema table"
+        return headline.metric, "schema" if headline.where == SUITE_SCHEMA else "helm schema table"
     if jury in available:
         return jury, "helm jury metric"  # what the run was made to measure, when HELM names no headline
     for name in FALLBACK_METRICS:
@@ -591,7 +592,7 @@ def _harness_check(
     if aggregate is not None and headline is None:
         named = ", ".join(groups) or "none"
         aggregate = replace(aggregate, remark=f"no HELM schema names a headline this run reports (groups: {named}): checked on the metric judged")
-    elif aggregate is not None and headline.where != "the suite's schema.json":
+    elif aggregate is not None and headline.where != SUITE_SCHEMA:
         aggregate = replace(aggregate, remark=f"headline {headline.metric} of group {headline.group} from {headline.where}")
     scores = [r["metrics"].get(compared) for r in checked]
     return agreement(
