@@ -12,6 +12,7 @@ from .load import ingest_paths
 from .options import ReadOptions
 from .passfail import PassConfig
 from .registry import FORMATS
+from .report import write_skipped_list
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,11 +36,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--pass-threshold", action="append", default=[], metavar="[DATASET=]X",
         help="pass when the main score reaches X (≤ X for lower-is-better metrics); default 0.7 of the metric's maximum",
     )
+    p.add_argument(
+        "--scale", action="append", default=[], metavar="[DATASET=]LOW:HIGH",
+        help="the lowest and highest score the main metric can take on DATASET (e.g. ratings=1:3): "
+             "its threshold is then 0.7 of the way up; needed when neither the log nor the registry says",
+    )
     p.add_argument("--main-metric", action="append", default=[], metavar="[DATASET=]NAME", help="HELM: the metric that decides pass/fail")
-    p.add_argument("--config", metavar="FILE", help="YAML/JSON: datasets: {NAME: {main_metric: ..., pass_threshold: ...}}, aliases: {NAME: CANONICAL_NAME}")
+    p.add_argument("--config", metavar="FILE", help="YAML/JSON: datasets: {NAME: {main_metric: ..., pass_threshold: ..., scale: [LOW, HIGH]}}, aliases: {NAME: CANONICAL_NAME}")
     p.add_argument(
         "--strict", action="store_true",
-        help="exit 2 when any run's recomputed rate differs from the log's own aggregate (the runs are still stored)",
+        help="exit 2 when any run's recomputed rate differs from the harness's own headline, or is judged on "
+             "another metric than the headline (the runs are still stored)",
     )
     return p
 
@@ -99,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"View it with: FAULTLINE_DB={summary.db} streamlit run app.py")
             return 0
         options = ReadOptions(
-            pass_config=PassConfig.build(args.pass_threshold, args.main_metric, args.config),
+            pass_config=PassConfig.build(args.pass_threshold, args.main_metric, args.config, args.scale),
             dataset=args.dataset,
             model=args.model,
             column_map=_column_map(args.map),
@@ -111,12 +118,17 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted: nothing from this command was written", file=sys.stderr)
         return 130
-    for line in summary.details():
+    try:
+        listed = write_skipped_list(summary.skipped, summary.db)
+    except OSError as exc:
+        print(f"warning: cannot write the list of skipped files: {exc.strerror or exc}", file=sys.stderr)
+        listed = None
+    for line in summary.details(listed):
         print(line)
     print(summary.line())
     if args.strict and summary.differing:
         print(
-            f"error: --strict: {len(summary.differing)} run(s) differ from the log's own aggregate (listed above)",
+            f"error: --strict: {len(summary.differing)} run(s) differ from the harness's own headline (listed above)",
             file=sys.stderr,
         )
         return 2

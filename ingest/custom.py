@@ -1,10 +1,12 @@
-"""The user's own predictions: one row per prediction in JSONL or CSV, columns mapped by flag."""
+"""The user's own predictions: one row per prediction in JSONL, CSV, Parquet or Excel (.xlsx,
+its first sheet), columns mapped by the same flags whatever the file type."""
 
 from __future__ import annotations
 
 import csv
 import hashlib
 import json
+import zipfile
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -12,14 +14,17 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from .errors import IngestError
 from .jsonio import TOO_DEEP
+from .limits import ArchiveReader, Limits
 from .options import ReadOptions
 from .names import canonical_dataset, question_hash
 from .passfail import is_finite, make_rule
 from .records import InstanceRecord, ParsedRun, PredictionRecord, Reference, RunRecord
 
+# how a run whose file has a correct column is judged
+CORRECT_COLUMN = {"lower_is_better": False, "scale_source": "binary", "verdict_rule": "the file's correct column (true passes, false fails)"}
 FIELDS = ("model", "instance_id", "input", "output", "reference", "score", "correct", "dataset", "domain", "split")
 REQUIRED = ("instance_id", "output")
-SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "csv"}
+SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "csv", ".parquet": "parquet", ".xlsx": "xlsx"}
 
 _TRUE = {"true", "1", "yes", "y", "c", "correct", "pass", "passed"}
 _FALSE = {"false", "0", "no", "n", "i", "incorrect", "fail", "failed"}
@@ -91,7 +96,7 @@ class CustomRow(BaseModel):
 
 
 def looks_like(path: Path, kind: str) -> bool:
-    """A .jsonl/.ndjson (kind "jsonl") or .csv/.tsv (kind "csv") file."""
+    """A .jsonl/.ndjson (kind "jsonl"), .csv/.tsv ("csv"), .parquet ("parquet") or .xlsx ("xlsx") file."""
     return path.is_file() and SUFFIXES.get(path.suffix.lower()) == kind
 
 
@@ -99,7 +104,76 @@ def count_runs(path: Path) -> int:
     return 1
 
 
-def _rows(path: Path, kind: str) -> Iterator[tuple[int, dict[str, Any]]]:
+def _rows(path: Path, kind: str, limits: Limits) -> Iterator[tuple[int, dict[str, Any]]]:
+    if kind == "parquet":
+        return _parquet_rows(path)
+    if kind == "xlsx":
+        return _xlsx_rows(path, limits)
+    return _text_rows(path, kind)
+
+
+def _parquet_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(row number, row) of a Parquet table, a batch at a time."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.ParquetFile(path)
+        row = 0
+        for batch in table.iter_batches(batch_size=4096):
+            for values in batch.to_pylist():
+                row += 1
+                yield row, values
+    except FileNotFoundError:
+        raise IngestError(f"{path}: file not found") from None
+    except OSError as exc:
+        raise IngestError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except (pa.ArrowException, ValueError) as exc:
+        raise IngestError(f"{path}: not a readable Parquet file ({exc})") from None
+
+
+def _xlsx_rows(path: Path, limits: Limits) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(sheet row number, row) of an Excel workbook's first sheet; the first row is the header."""
+    import openpyxl
+    from openpyxl.utils.exceptions import InvalidFileException
+
+    try:
+        with zipfile.ZipFile(path) as archive:  # a workbook is a zip: refuse a bomb before opening it
+            ArchiveReader(archive, path, limits).check_declared(archive.namelist())
+        book = openpyxl.load_workbook(path, read_only=True, data_only=True)
+    except FileNotFoundError:
+        raise IngestError(f"{path}: file not found") from None
+    except (zipfile.BadZipFile, InvalidFileException, KeyError, OSError, ValueError) as exc:
+        raise IngestError(f"{path}: not a readable .xlsx workbook ({exc})") from None
+    try:
+        sheet = book.worksheets[0]
+        rows = sheet.iter_rows(values_only=True)
+        header = next(rows, None)
+        if not header or all(h is None for h in header):
+            raise IngestError(f"{path}: the first sheet ({sheet.title}) is empty, expected a header row")
+        names = [str(h).strip() if h is not None else None for h in header]
+        for lineno, values in enumerate(rows, start=2):
+            if all(v is None for v in values):
+                continue
+            named = dict(zip(names, values))
+            if None in named and named[None] is not None:
+                raise IngestError(f"{path}:{lineno}: a value in a column without a header")
+            named.pop(None, None)
+            yield lineno, {k: _cell(v) for k, v in named.items()}
+    finally:
+        book.close()
+
+
+def _cell(value: Any) -> Any:
+    # Excel stores ids typed as numbers as floats (12 → 12.0): an id or a label keeps its integer text
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)  # dates and times, as Excel shows them
+
+
+def _text_rows(path: Path, kind: str) -> Iterator[tuple[int, dict[str, Any]]]:
     try:
         # utf-8-sig: Excel starts its UTF-8 CSVs with a byte-order mark, which is not part of the header
         handle = path.open(encoding="utf-8-sig", newline="")
@@ -159,7 +233,7 @@ def read(path: Path, options: ReadOptions, kind: str) -> Iterator[ParsedRun]:
     # one run per (model, dataset, domain): the store keeps domain on the run
     groups: dict[tuple[str, str, str | None], list[tuple[int, CustomRow]]] = {}
     columns_seen: set[str] | None = None
-    for lineno, raw in _rows(path, kind):
+    for lineno, raw in _rows(path, kind, options.limits):
         hasher.update(json.dumps(raw, sort_keys=True, default=str).encode())
         if columns_seen is None:
             columns_seen = set(raw)
@@ -206,8 +280,8 @@ def _build_run(path, kind, model, dataset, domain, rows, content_hash, options) 
     dataset = canonical_dataset(dataset, options.pass_config.aliases) if not options.dataset else dataset
     override = options.pass_config.for_dataset(dataset, dataset_raw)
     uses_correct = any(r.correct is not None for _, r in rows)
-    rule = make_rule("correct" if uses_correct else "score", "correct column" if uses_correct else "score column",
-                     override, lower_is_better=False, scale=(0.0, 1.0, "binary") if uses_correct else None)
+    # a correct column is the verdict itself; a score column is judged on the scale the user gives
+    rule = None if uses_correct else make_rule("score", "score column", override, lower_is_better=False)
     n_nonfinite = sum(1 for _, r in rows if r.score is not None and not is_finite(r.score))
     instances = [
         InstanceRecord(
@@ -228,7 +302,7 @@ def _build_run(path, kind, model, dataset, domain, rows, content_hash, options) 
             output_text=r.output,
             metrics={"score": score} if score is not None else {},
             score=score if score is not None else (float(r.correct) if r.correct is not None else None),
-            is_correct=r.correct if r.correct is not None else rule.judge(score),
+            is_correct=r.correct if r.correct is not None else rule.judge(score) if rule else None,
         ))
     run = RunRecord(
         run_id=hashlib.sha1(f"custom|{path.resolve()}|{model}|{dataset}|{domain}".encode()).hexdigest()[:16],
@@ -242,10 +316,7 @@ def _build_run(path, kind, model, dataset, domain, rows, content_hash, options) 
         domain=domain,
         main_metric="correct" if uses_correct else "score",
         main_metric_source="correct column" if uses_correct else "score column",
-        metric_max=None if uses_correct else rule.high,
-        lower_is_better=False,
-        pass_threshold=None if uses_correct else rule.threshold,
-        scale_source=rule.scale_source,
+        **(rule.run_fields() if rule else CORRECT_COLUMN),
         main_split=next(iter(splits)) if len(splits := {r.split for _, r in rows}) == 1 else None,
         settings={"harness": kind},
     )

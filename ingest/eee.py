@@ -18,6 +18,7 @@ repeated trials (epochs), in file order.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from .errors import MALFORMED, IngestError, malformed
 from .jsonio import expect, load_json, load_jsonl
 from .options import ReadOptions
-from .passfail import HarnessAggregate, agreement, make_rule
+from .passfail import HarnessAggregate, agreement, lookup, make_rule
 from .names import canonical_dataset, question_hash
 from .records import InstanceRecord, ParsedRun, PredictionRecord, Reference, RunRecord, Skipped
 from .walk import files_below
@@ -218,7 +219,7 @@ def _read_unit(unit: _Unit, options: ReadOptions) -> Iterator[ParsedRun | Skippe
         groups.setdefault(key, []).append((lineno, sample))
     for (evaluation_id, model_id, result_key, domain), rows in groups.items():
         first = rows[0][1]
-        result = _linked_result(results, first, len(groups))
+        result, remark = _linked_result(results, first, len(groups), any(s.evaluation.is_correct is not None for _, s in rows))
         modality = next((m for _, s in rows if (m := s.modality or result.get("modality")) not in TEXT_MODALITIES), None)
         if modality is None and any(s.output and s.output.media for _, s in rows):
             modality = "media output"
@@ -229,10 +230,13 @@ def _read_unit(unit: _Unit, options: ReadOptions) -> Iterator[ParsedRun | Skippe
                 f"({model_id}): Faultline analyses text outputs",
             )
             continue
-        yield _build_run(unit, aggregate, result, evaluation_id, model_id, result_key, domain, rows, content_hash, options)
+        yield _build_run(unit, aggregate, result, remark, evaluation_id, model_id, result_key, domain, rows, content_hash, options)
 
 
-def _linked_result(results: list, sample: _Sample, n_groups: int) -> dict:
+def _linked_result(results: list, sample: _Sample, n_groups: int, judged_by_is_correct: bool) -> tuple[dict, str | None]:
+    """The aggregate result the records belong to, and a remark when it had to be chosen among
+    several: the one whose metric the verdicts use (a pass rate when the records carry
+    is_correct)."""
     results = [r for r in results if isinstance(r, dict)]
     if sample.evaluation_result_id:
         found = [r for r in results if r.get("evaluation_result_id") == sample.evaluation_result_id]
@@ -240,14 +244,40 @@ def _linked_result(results: list, sample: _Sample, n_groups: int) -> dict:
         found = [r for r in results if r.get("evaluation_name") == sample.evaluation_name]
     if not found and len(results) == 1 and n_groups == 1:
         found = results
-    return found[0] if found else {}
+    if len(found) <= 1:
+        return (found[0] if found else {}), None
+    rates = [r for r in found if _is_pass_rate(_dict(r.get("metric_config")))]
+    chosen = (rates if judged_by_is_correct and rates else [r for r in found if r not in rates] or found)[0]
+    names = ", ".join(str(_metric_name(r)) for r in found)
+    why = "a pass rate, as the records' is_correct verdicts are" if judged_by_is_correct else "the records' score"
+    return chosen, f"the aggregate has {len(found)} results for {sample.evaluation_name} ({names}): compared with {_metric_name(chosen)}, {why}"
+
+
+def _metric_name(result: dict) -> str | None:
+    config = _dict(result.get("metric_config"))
+    return config.get("metric_id") or config.get("metric_name") or result.get("evaluation_result_id")
+
+
+def _is_pass_rate(metric_config: dict) -> bool:
+    if metric_config.get("score_type") == "binary" or metric_config.get("metric_kind") in ("accuracy", "pass_rate"):
+        return True
+    name = metric_config.get("metric_id") or metric_config.get("metric_name")
+    info = lookup(name) if isinstance(name, str) else None
+    return bool(info and info.binary)
+
+
+def _bound(value: Any, default: float | None) -> float | None:
+    """A metric_config min_score/max_score as a number (unbounded or absent: `default`)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return default
 
 
 def _dict(value: Any) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-def _build_run(unit, aggregate, result, evaluation_id, model_id, result_key, domain, rows, content_hash, options) -> ParsedRun:
+def _build_run(unit, aggregate, result, remark, evaluation_id, model_id, result_key, domain, rows, content_hash, options) -> ParsedRun:
     where = unit.samples
     metric_config = _dict(result.get("metric_config"))
     source_data = _dict(result.get("source_data"))
@@ -255,13 +285,16 @@ def _build_run(unit, aggregate, result, evaluation_id, model_id, result_key, dom
     main_split = result_split or _dict(source_data.get("additional_details")).get("main_split")
     metric = metric_config.get("metric_id") or metric_config.get("metric_name")
     lower_is_better = metric_config.get("lower_is_better") is True
-    max_score = metric_config.get("max_score")
-    max_score = float(max_score) if isinstance(max_score, (int, float)) and not isinstance(max_score, bool) else None
+    # the harness's own declared range; a binary score_type is 0/1 whatever else is said
+    max_score = _bound(metric_config.get("max_score"), None)
+    min_score = _bound(metric_config.get("min_score"), 0.0)
+    declared = (min_score, max_score, "eee metric_config") if max_score is not None and min_score < max_score else None
+    if metric_config.get("score_type") == "binary":
+        declared = (0.0, 1.0, "binary")
     evaluation_name = rows[0][1].evaluation_name
     dataset = options.dataset or canonical_dataset(evaluation_name, options.pass_config.aliases)
     override = options.pass_config.for_dataset(dataset, evaluation_name)
-    rule = make_rule(metric, "eee metric_config", override, lower_is_better,
-                     scale=(0.0, max_score, "eee metric_config") if max_score is not None else None)
+    rule = make_rule(metric, "eee metric_config", override, lower_is_better, scale=declared)
     instances: dict[str, InstanceRecord] = {}
     predictions: list[PredictionRecord] = []
     trials: dict[str, int] = {}
@@ -321,15 +354,21 @@ def _build_run(unit, aggregate, result, evaluation_id, model_id, result_key, dom
         domain=domain,
         main_metric=metric or "is_correct",
         main_metric_source="eee score threshold" if thresholded else "eee is_correct",
-        metric_max=rule.high if thresholded else max_score,
-        lower_is_better=lower_is_better,
-        pass_threshold=rule.threshold if thresholded else None,
-        scale_source="eee metric_config" if thresholded and max_score is not None else None,
+        **(rule.run_fields() if thresholded else _is_correct_fields(min_score, max_score, lower_is_better)),
         main_split=main_split or _only_split(instances.values()),
         settings={k: v for k, v in settings.items() if v is not None},
-        **_harness(result, aggregate, metric_config, main_split, instances, predictions),
+        **_harness(result, aggregate, metric_config, main_split, instances, predictions, metric or "is_correct", remark),
     )
-    return ParsedRun(run=run, instances=list(instances.values()), predictions=predictions)
+    # verdicts all from the threshold: the scale is settled with the dataset's column at load
+    by_threshold = thresholded and all(s.evaluation.is_correct is None for _, s in rows)
+    return ParsedRun(run=run, instances=list(instances.values()), predictions=predictions, rule=rule if by_threshold else None)
+
+
+def _is_correct_fields(min_score: float, max_score: float | None, lower_is_better: bool) -> dict:
+    return {
+        "metric_min": min_score if max_score is not None else None, "metric_max": max_score,
+        "lower_is_better": lower_is_better, "verdict_rule": "the record's own evaluation.is_correct",
+    }
 
 
 def _instance(sample: _Sample, meta: dict, result_split: str | None, domain: str | None) -> InstanceRecord:
@@ -385,14 +424,13 @@ def _only_split(instances) -> str | None:
     return splits.pop() if len(splits) == 1 else None
 
 
-def _harness(result, aggregate, metric_config, split, instances, predictions) -> dict:
+def _harness(result, aggregate, metric_config, split, instances, predictions, judged, remark) -> dict:
     details = _dict(result.get("score_details"))
     value = details.get("score")
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return {}
+    # only the result's own count: detailed_evaluation_results.total_rows counts the instance file's lines
     n = _dict(details.get("uncertainty")).get("num_samples")
-    if not isinstance(n, int) and len(aggregate.get("evaluation_results") or []) == 1:
-        n = _dict(aggregate.get("detailed_evaluation_results")).get("total_rows")
     split_of = {i.instance_id: i.split for i in instances.values()}
     scored = [p for p in predictions if not p.infra_error and (split is None or split_of[p.instance_id] == split)]
     metric = metric_config.get("metric_id") or metric_config.get("metric_name") or result.get("evaluation_name")
@@ -405,5 +443,7 @@ def _harness(result, aggregate, metric_config, split, instances, predictions) ->
         scores = [float(p.is_correct) for p in scored if p.is_correct is not None]
     else:
         scores = [p.score for p in scored if p.score is not None]
-    aggregate = HarnessAggregate(metric, split, float(value), n if isinstance(n, int) else None)
-    return agreement(aggregate, scores, len(scored))
+    aggregate = HarnessAggregate(metric, split, float(value), n if isinstance(n, int) else None, remark=remark)
+    headline = metric_config.get("metric_id") or metric_config.get("metric_name")
+    return agreement(aggregate, scores, len(scored), headline=headline if judged != "is_correct" else None,
+                     judged=judged, n_errored=sum(1 for p in predictions if p.infra_error))

@@ -4,6 +4,11 @@ A run has run_spec.json plus either the display files (instances.json, display_p
 or, in older or trimmed runs, only scenario_state.json. Per-instance scores come from
 per_instance_stats.json, which has one entry per metric class per instance: entries are merged
 on (instance_id, perturbation, train_trial_index).
+
+A run is judged on HELM's headline for its run group: the suite schema.json's main_name, else the
+first main metric HELM's own schema files have named for the group that the run reports
+(helm_table, for suites written by helm-run alone). A run folder without predictions, or with 0
+request states, is skipped in a folder and refused when named directly (NotARun).
 """
 
 from __future__ import annotations
@@ -11,21 +16,23 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterator
 
 from pydantic import TypeAdapter, ValidationError
 
+from . import helm_table
 from .errors import MALFORMED, IngestError, malformed
 from .jsonio import expect, load_json
 from .names import canonical_dataset, question_hash
 from .options import ReadOptions
-from .passfail import FALLBACK_METRICS, GENERIC_STATS, HarnessAggregate, agreement, is_finite, make_rule
-from .records import InstanceRecord, ParsedRun, PredictionRecord, RunRecord
+from .passfail import FALLBACK_METRICS, GENERIC_STATS, HarnessAggregate, Scale, agreement, is_finite, make_rule
+from .records import InstanceRecord, ParsedRun, PredictionRecord, RunRecord, Skipped
 from .walk import helm_runs_below
 
 FORMAT = "helm"
+SUITE_SCHEMA = "the suite's schema.json"  # where a headline came from, when not HELM's own table
 # Scenario arguments that name a subdivision of the dataset, most specific first.
 DOMAIN_ARGS = ("subject", "subset", "subtask", "task", "category", "topic", "domain", "language", "dataset")
 
@@ -38,7 +45,16 @@ def count_runs(path: Path) -> int:
     return len(helm_runs_below(path))
 
 
-def read(path: Path, options: ReadOptions) -> Iterator[ParsedRun]:
+class NotARun(IngestError):
+    """A run folder without predictions to read (an unfinished or empty run): skipped and named
+    when found in a folder, refused when named directly."""
+
+    def __init__(self, run_dir: Path, reason: str):
+        super().__init__(f"{run_dir}: {reason}")
+        self.reason = reason
+
+
+def read(path: Path, options: ReadOptions) -> Iterator[ParsedRun | Skipped]:
     runs = helm_runs_below(path)
     if not runs:
         raise IngestError(f"{path}: no HELM run here (no run_spec.json in it or its subfolders)")
@@ -49,6 +65,11 @@ def read(path: Path, options: ReadOptions) -> Iterator[ParsedRun]:
             schemas[suite_dir] = SuiteSchema.load(suite_dir / "schema.json")
         try:
             parsed = read_run(run_dir, schemas[suite_dir], options)
+        except NotARun as exc:
+            if run_dir == path and not options.part_of_folder:
+                raise
+            yield Skipped(path=str(run_dir), reason=exc.reason)
+            continue
         except MALFORMED as exc:
             raise malformed(run_dir, "HELM run", exc) from None
         yield parsed
@@ -62,6 +83,7 @@ class SuiteSchema:
     main_splits: dict[str, str]
     lower_is_better: dict[str, bool]
     models: dict[str, dict]
+    display_names: dict[str, str]
 
     @classmethod
     def load(cls, path: Path) -> "SuiteSchema | None":
@@ -86,6 +108,11 @@ class SuiteSchema:
                 if isinstance(m, dict) and "name" in m
             },
             models={m["name"]: m for m in raw.get("models") or [] if isinstance(m, dict) and "name" in m},
+            display_names={
+                m["name"]: m["display_name"]
+                for m in raw.get("metrics") or []
+                if isinstance(m, dict) and "name" in m and isinstance(m.get("display_name"), str)
+            },
         )
 
 
@@ -142,10 +169,10 @@ def read_run(run_dir: Path, schema: SuiteSchema | None, options: ReadOptions) ->
         states = expect(state.get("request_states"), list, f"{state_file}: request_states")
         raw_instances, raw_preds, completions = _from_scenario_state(states, state_file)
     else:
-        raise IngestError(
-            f"{run_dir}: incomplete HELM run: needs instances.json + display_predictions.json "
-            "or scenario_state.json"
-        )
+        raise NotARun(run_dir, "incomplete HELM run: no predictions (neither instances.json + "
+                      "display_predictions.json nor scenario_state.json)")
+    if not raw_preds:
+        raise NotARun(run_dir, "empty HELM run: 0 request states")
 
     stats_file = run_dir / "per_instance_stats.json"
     merged_stats = (
@@ -210,8 +237,10 @@ def read_run(run_dir: Path, schema: SuiteSchema | None, options: ReadOptions) ->
     metric_names = {m for stats in merged_stats.values() for m in stats}
     first = next((p for p in raw_preds if isinstance(p, dict)), {})
     display_names = list(first.get("stats") or {})
-    metric, source = _choose_metric(override.metric, schema, groups, metric_names | set(display_names), display_names)
-    lower = schema.lower_is_better.get(metric) if schema and metric else None
+    available = metric_names | set(display_names)
+    headline = _headline(schema, groups, available)
+    metric, source = _choose_metric(override.metric, headline, available, display_names, _jury_metric(spec))
+    lower = _lower_is_better(schema, metric)
 
     preds_where = display_file if completions is None else state_file
     rows: list[dict[str, Any]] = []
@@ -242,7 +271,7 @@ def read_run(run_dir: Path, schema: SuiteSchema | None, options: ReadOptions) ->
         for name, value in (pred.get("stats") or {}).items():
             if isinstance(value, (int, float)):
                 stats.setdefault(name, float(value))
-        failed = pred.get("_infra_error")
+        failed, note = _request_failure(pred.get("_infra_error"), stats, metric)
         score = None if failed or not metric else stats.get(metric)
         if score is not None and not is_finite(score):
             n_nonfinite += 1
@@ -259,23 +288,18 @@ def read_run(run_dir: Path, schema: SuiteSchema | None, options: ReadOptions) ->
                 "score": score,
                 "infra_error": bool(failed),
                 "error_message": failed or None,
+                "verdict_note": note,
             }
         )
-    rule = make_rule(metric, source, override, lower_is_better=lower)
+    rule = make_rule(metric, source, override, lower_is_better=lower, evidence=_jury_scales(metric, schema, spec))
     judge = rule.judge
     for row in rows:
         row["is_correct"] = None if row["infra_error"] else judge(row["score"])
     predictions = _validate(_PREDICTIONS, rows, f"{preds_where}: prediction")
     suite_dir = run_dir.resolve().parent
     suite = suite_dir.name
-    main_split = _main_split(schema, groups, [i.split for i in instances])
-    in_split = {i.instance_id for i in instances if i.split == main_split and i.perturbation is None}
-    checked = [r for r in rows if r["instance_id"] in in_split and not r["infra_error"]]
-    aggregate = _stats_aggregate(run_dir / "stats.json", metric, main_split, hasher) if metric else None
-    harness = agreement(
-        aggregate, [r["score"] for r in checked if r["score"] is not None],
-        len({r["instance_id"] for r in checked}),
-    )
+    main_split = _main_split(schema, headline, groups, [i.split for i in instances])
+    harness = _harness_check(run_dir / "stats.json", rows, instances, metric, headline, main_split, groups, hasher)
     settings = {
         "harness": FORMAT,
         "suite": suite,
@@ -301,22 +325,23 @@ def read_run(run_dir: Path, schema: SuiteSchema | None, options: ReadOptions) ->
         run_groups=groups or None,
         main_metric=metric,
         main_metric_source=source,
-        metric_max=rule.high,
-        lower_is_better=rule.lower_is_better,
-        pass_threshold=rule.threshold,
-        scale_source=rule.scale_source if metric else None,
+        **rule.run_fields(),
         main_split=main_split,
         settings={k: v for k, v in settings.items() if v is not None},
         **harness,
     )
     notes = [f"{run_dir}: {repeated} repeated prediction(s) stored once"] if repeated else []
+    if blocked := sum(1 for r in rows if r["verdict_note"]):
+        notes.append(f"{run_dir}: {blocked} failed request(s) HELM scored anyway, counted as HELM counts them (predictions.verdict_note)")
     return ParsedRun(run=run, instances=instances, predictions=predictions, notes=notes, n_nonfinite=n_nonfinite, rule=rule)
 
 
-def _main_split(schema: SuiteSchema | None, groups: list[str], splits: list[str | None]) -> str | None:
+def _main_split(schema: SuiteSchema | None, headline: helm_table.Headline | None, groups: list[str], splits: list[str | None]) -> str | None:
     """The split HELM's headline number uses: the run group's main_split, else test when the run
     has test instances, else the run's only split."""
     present = {s for s in splits if s}
+    if headline is not None and headline.split in present:
+        return headline.split
     if schema:
         for group in reversed(groups):
             split = schema.main_splits.get(group)
@@ -453,16 +478,32 @@ def _norm(s: str) -> str:
     return re.sub(r"[^a-z0-9]", "", s.lower())
 
 
-def _choose_metric(
-    configured: str | None, schema: SuiteSchema | None, groups: list[str], available: set[str], display_order: list[str]
-) -> tuple[str | None, str]:
-    if configured:
-        return configured, "config"
+def _headline(schema: SuiteSchema | None, groups: list[str], available: set[str]) -> helm_table.Headline | None:
+    """HELM's headline for the run: its group's main metric in the suite's schema.json, else the
+    first main metric HELM's own schema files have named for the group that the run reports
+    (suites written by helm-run alone have no schema.json)."""
     if schema:
         for group in reversed(groups):
             main = schema.main_names.get(group)
             if main in available:
-                return main, "schema"
+                return helm_table.Headline(group, main, schema.main_splits.get(group), SUITE_SCHEMA)
+    for group in reversed(groups):
+        for headline in helm_table.headlines(group):
+            if headline.metric in available:
+                return headline
+    return None
+
+
+def _choose_metric(
+    configured: str | None, headline: helm_table.Headline | None, available: set[str], display_order: list[str],
+    jury: str | None,
+) -> tuple[str | None, str]:
+    if configured:
+        return configured, "config"
+    if headline is not None:
+        return headline.metric, "schema" if headline.where == SUITE_SCHEMA else "helm schema table"
+    if jury in available:
+        return jury, "helm jury metric"  # what the run was made to measure, when HELM names no headline
     for name in FALLBACK_METRICS:
         if name in available:
             return name, "fallback"
@@ -484,3 +525,77 @@ def _validate(adapter: TypeAdapter, rows: list[dict], where: str) -> list:
         err = exc.errors()[0]
         index, *field = err["loc"]
         raise IngestError(f"{where} {index}: {'.'.join(map(str, field))}: {err['msg']}") from None
+
+
+def _lower_is_better(schema: SuiteSchema | None, metric: str | None) -> bool | None:
+    """The metric's direction as the suite's schema.json, else HELM's own schemas, give it."""
+    if not metric:
+        return None
+    if schema and metric in schema.lower_is_better:
+        return schema.lower_is_better[metric]
+    direction = helm_table.metric(metric).get("lower_is_better")
+    return direction if isinstance(direction, bool) else None
+
+
+JURY_METRIC_CLASS = "LLMJuryMetric"
+
+
+def _jury_scales(metric: str | None, schema: SuiteSchema | None, spec: dict) -> list[Scale]:
+    """1–5 when HELM says the metric is an LLM jury's score: its display name ("ACI-Bench Jury
+    Score", in the suite's schema.json or HELM's own schemas), or the run's metric spec
+    (LLMJuryMetric: each juror rates 1–5, the score is their mean; MedHELM's runs give 1 to an
+    unrated answer)."""
+    if not metric:
+        return []
+    display = (schema.display_names.get(metric) if schema else None) or helm_table.metric(metric).get("display_name")
+    if isinstance(display, str) and "jury score" in display.lower():
+        return [Scale(1.0, 5.0, "helm display name", f'the HELM display name "{display}" (LLM jury ratings 1–5)')]
+    if metric == _jury_metric(spec):
+        return [Scale(1.0, 5.0, "helm jury metric", f"the run's {JURY_METRIC_CLASS} (LLM jury ratings 1–5)")]
+    return []
+
+
+def _jury_metric(spec: dict) -> str | None:
+    """The metric an LLMJuryMetric of the run's metric specs writes."""
+    for metric_spec in spec.get("metric_specs") or []:
+        if not isinstance(metric_spec, dict):
+            continue
+        args = metric_spec.get("args") if isinstance(metric_spec.get("args"), dict) else {}
+        if str(metric_spec.get("class_name", "")).endswith(JURY_METRIC_CLASS) and isinstance(args.get("metric_name"), str):
+            return args["metric_name"]
+    return None
+
+
+def _request_failure(error: str | None, stats: dict[str, float], metric: str | None) -> tuple[str | None, str | None]:
+    """(infrastructure error, verdict note) of a request that failed. HELM still scores a request
+    the provider refused or blocked when its metrics can be computed (an empty completion gets
+    exact_match 0): then it counts in HELM's own numbers, and here too, marked."""
+    if not error:
+        return None, None
+    if metric and metric in stats:
+        return None, f"the request failed ({error[:300]}), but HELM scored it: counted as HELM counts it"
+    return error, None
+
+
+def _harness_check(
+    stats_file: Path, rows: list[dict], instances: list, metric: str | None, headline: helm_table.Headline | None,
+    main_split: str | None, groups: list[str], hasher: "hashlib._Hash",
+) -> dict:
+    """HELM's headline (stats.json: the main metric's mean on the main split, unperturbed) against
+    the same mean recomputed from the run's predictions."""
+    compared = headline.metric if headline is not None else metric
+    if not compared:
+        return {}
+    in_split = {i.instance_id for i in instances if i.split == main_split and i.perturbation is None}
+    checked = [r for r in rows if r["instance_id"] in in_split and not r["infra_error"]]
+    aggregate = _stats_aggregate(stats_file, compared, main_split, hasher)
+    if aggregate is not None and headline is None:
+        named = ", ".join(groups) or "none"
+        aggregate = replace(aggregate, remark=f"no HELM schema names a headline this run reports (groups: {named}): checked on the metric judged")
+    elif aggregate is not None and headline.where != SUITE_SCHEMA:
+        aggregate = replace(aggregate, remark=f"headline {headline.metric} of group {headline.group} from {headline.where}")
+    scores = [r["metrics"].get(compared) for r in checked]
+    return agreement(
+        aggregate, [s for s in scores if is_finite(s)], len({r["instance_id"] for r in checked}),
+        judged=metric, headline=headline.metric if headline else None,
+    )

@@ -6,8 +6,10 @@ results report, else the first a sample has. Score values map to numbers as Insp
 `value_to_float` does (so a run's mean score is the `accuracy` its header reports, which is
 checked): C=1, P=0.5, I=0, N (no answer)=0, yes/true=1, no/false=0, numeric text as the number,
 any other text 0. Letters and booleans are on a 0–1 scale, so partial credit fails unless a
-threshold says otherwise; booleans decide directly; numeric scorers take their scale from the
-metric registry or the dataset column. A sample with an error is an infrastructure failure.
+threshold says otherwise; booleans decide directly; numeric scorers are on 0–1 when the header
+reports their accuracy, else on the registry's scale for the scorer, else the user's --scale.
+Logs in format version 1 and logs an R writer boxed into one-element lists are read too
+(`_normalized`). A sample with an error is an infrastructure failure.
 Cancelled or errored runs keep the samples they have, and `runs.status` says so.
 """
 
@@ -30,7 +32,7 @@ from .jsonio import TOO_DEEP, expect, load_json
 from .limits import ArchiveReader, Limits
 from .names import canonical_dataset, question_hash
 from .options import ReadOptions
-from .passfail import HarnessAggregate, agreement, is_finite, make_rule
+from .passfail import HarnessAggregate, Scale, agreement, is_finite, make_rule
 from .records import InstanceRecord, ParsedRun, PredictionRecord, Reference, RunRecord
 from .walk import matching_files
 
@@ -85,6 +87,7 @@ class _Log:
 def read_log(path: Path, options: ReadOptions) -> ParsedRun:
     log = _read_eval_zip(path, options.limits) if path.suffix.lower() == ".eval" else _read_json_log(path)
     where = str(path)
+    log, notes = _normalized(log, where)
     eval_spec = expect(log.header.get("eval"), dict, f"{where}: eval")
     model = options.model or eval_spec.get("model")
     if not isinstance(model, str) or not model:
@@ -120,11 +123,9 @@ def read_log(path: Path, options: ReadOptions) -> ParsedRun:
         s["scores"][scorer].get("value") for _, s in log.samples
         if scorer and isinstance(s.get("scores"), dict) and isinstance(s["scores"].get(scorer), dict)
     ]
-    # letters and booleans are Inspect's own 0–1 scale; numbers are on the scorer's scale
-    lettered = bool(raw_values) and all(isinstance(v, bool) or (isinstance(v, str) and not _numeric_text(v)) for v in raw_values)
     rule = make_rule(
         scorer, "config" if override.metric else "inspect scorer", override, lower_is_better=False,
-        scale=(0.0, 1.0, "binary" if all(v in ("C", "I", True, False) for v in raw_values) else "inspect value_to_float") if lettered else None,
+        scale=_value_scale(raw_values), evidence=_accuracy_scale(log.header, scorer),
     )
     n_nonfinite = sum(1 for v in raw_values if _nonfinite(v))
     predictions = [
@@ -132,9 +133,11 @@ def read_log(path: Path, options: ReadOptions) -> ParsedRun:
         for p in predictions
     ]
     scored = [p for p in predictions if not p.infra_error]
+    aggregate = _header_aggregate(log.header, scorer) if scorer else None
+    # Inspect reports every scorer's own metrics: the judged scorer's accuracy (else mean) is its headline
     harness = agreement(
-        _header_aggregate(log.header, scorer) if scorer else None,
-        [p.score for p in scored if p.score is not None], len(scored),
+        aggregate, [p.score for p in scored if p.score is not None], len(scored),
+        headline=scorer if aggregate else None, n_errored=len(predictions) - len(scored),
     )
     status = log.header.get("status")
     run_name = f"{task}:{model}"
@@ -157,16 +160,34 @@ def read_log(path: Path, options: ReadOptions) -> ParsedRun:
         dataset_raw=dataset_raw,
         main_metric=scorer,
         main_metric_source=rule.source if scorer else "none",
-        metric_max=rule.high,
-        lower_is_better=False,
-        pass_threshold=rule.threshold,
-        scale_source=rule.scale_source if scorer else None,
+        **rule.run_fields(),
         settings={k: v for k, v in settings.items() if v is not None},
         **harness,
     )
     return ParsedRun(
         run=run, instances=list(instances.values()), predictions=predictions, n_nonfinite=n_nonfinite, rule=rule,
+        notes=notes,
     )
+
+
+def _value_scale(values: list) -> tuple[float, float, str] | None:
+    """0–1 when the scorer speaks Inspect's letters or booleans (C is 1.0, correct); numbers alone
+    say nothing of their scale."""
+    words = [v for v in values if isinstance(v, bool) or (isinstance(v, str) and not _numeric_text(v))]
+    if not words:
+        return None
+    return 0.0, 1.0, "binary" if all(v in ("C", "I", True, False) for v in values) else "inspect value_to_float"
+
+
+def _accuracy_scale(header: dict, scorer: str | None) -> list[Scale]:
+    """0–1 when the log reports the scorer's accuracy: Inspect's accuracy() reads each score as a
+    0–1 correctness (its mean is the accuracy)."""
+    results = header.get("results") if isinstance(header.get("results"), dict) else {}
+    for score in results.get("scores") or []:
+        metrics = score.get("metrics") if isinstance(score, dict) and score.get("name") == scorer else None
+        if isinstance(metrics, dict) and "accuracy" in metrics:
+            return [Scale(0.0, 1.0, "inspect accuracy", f"the log's accuracy metric for {scorer} (0–1 correctness)")]
+    return []
 
 
 def _nonfinite(value: Any) -> bool:
@@ -195,7 +216,9 @@ def _header_aggregate(header: dict, scorer: str) -> HarnessAggregate | None:
             value = metric.get("value") if isinstance(metric, dict) else None
             if is_finite(value):
                 n = results.get("completed_samples", results.get("total_samples"))
-                return HarnessAggregate(f"{scorer}/{name}", None, float(value), n if isinstance(n, int) else None)
+                # logs written by other tools may report a 0–1 scorer's accuracy as a percentage
+                return HarnessAggregate(f"{scorer}/{name}", None, float(value), n if isinstance(n, int) else None,
+                                        may_be_percent=True)
     return None
 
 
@@ -366,6 +389,8 @@ def _content_text(content: Any) -> tuple[str | None, str | None]:
         return content, None
     if not isinstance(content, list):
         return None, None
+    if content and all(isinstance(part, str) for part in content):  # an R writer's boxed string
+        return "\n".join(content), None
     texts, reasoning = _parts(content, "text"), _parts(content, "reasoning")
     return ("\n".join(texts) if texts else None), ("\n".join(reasoning) if reasoning else None)
 
@@ -423,3 +448,79 @@ def _error_message(error: Any) -> str:
     if isinstance(error, dict):
         return str(error.get("message") or error.get("traceback") or "sample failed")
     return str(error)
+
+
+def _normalized(log: _Log, where: str) -> tuple[_Log, list[str]]:
+    """The log in the current layout: scalars an R writer boxed in one-element lists unboxed,
+    and format version 1 (inspect_ai ≤ 0.3.9) moved to version 2's places. Notes say what was done."""
+    notes: list[str] = []
+    header, samples = dict(log.header), [(w, dict(s)) for w, s in log.samples]
+    boxed = _unbox_paths(header, HEADER_SCALARS, where)
+    for sample_where, sample in samples:
+        boxed += _unbox_paths(sample, SAMPLE_SCALARS, sample_where)
+    if boxed:
+        notes.append(f"{where}: {boxed} value(s) written as one-element lists (an R writer's JSON) read as the values they hold")
+    if header.get("version") == 1 or "scorer" in (header.get("results") or {}) or any("score" in s for _, s in samples):
+        header, samples = _from_version_1(header, samples, where)
+        notes.append(f"{where}: Inspect log format version 1 (inspect_ai 0.3.9 or older): sample.score and results.metrics read as version 2's scores")
+    return _Log(header, samples, log.content_hash), notes
+
+
+# Fields Inspect writes as one value; "*" stands for every item of a list or value of a mapping.
+HEADER_SCALARS = (
+    ("version",), ("status",), ("eval", "task"), ("eval", "model"), ("eval", "task_id"), ("eval", "run_id"),
+    ("results", "total_samples"), ("results", "completed_samples"),
+    ("results", "scores", "*", "name"), ("results", "scores", "*", "metrics", "*", "value"),
+    ("results", "scorer", "name"), ("results", "metrics", "*", "value"),
+)
+SAMPLE_SCALARS = (
+    ("id",), ("epoch",), ("input",), ("output", "completion"),
+    ("scores", "*", "value"), ("scores", "*", "answer"), ("scores", "*", "explanation"),
+    ("score", "value"), ("score", "answer"), ("score", "explanation"),
+)
+
+
+def _unbox_paths(obj: dict, paths: tuple[tuple[str, ...], ...], where: str) -> int:
+    """Unbox, in place, a one-element list found where Inspect writes one value; how many."""
+    return sum(_unbox_path(obj, path, where, path) for path in paths)
+
+
+def _unbox_path(node: Any, path: tuple[str, ...], where: str, full: tuple[str, ...]) -> int:
+    head, rest = path[0], path[1:]
+    if head == "*":
+        children = list(node.items()) if isinstance(node, dict) else list(enumerate(node)) if isinstance(node, list) else []
+    else:
+        children = [(head, node[head])] if isinstance(node, dict) and head in node else []
+    count = 0
+    for key, child in children:
+        if rest:
+            count += _unbox_path(child, rest, where, full)
+            continue
+        if isinstance(child, list) and child and all(not isinstance(v, (list, dict)) for v in child):
+            if len(child) > 1:
+                if head == "input" or (full[-1] == "value" and full[0] in ("scores", "score")):
+                    continue  # a list here can be meant (several values); the reader decides
+                raise IngestError(f"{where}: {'.'.join(full)}: a list of {len(child)} values where Inspect writes one ({child[:3]!r})")
+            node[key] = child[0]
+            count += 1
+    return count
+
+
+def _from_version_1(header: dict, samples: list[tuple[str, dict]], where: str) -> tuple[dict, list[tuple[str, dict]]]:
+    """Version 1 kept one scorer: `sample.score` and `results.scorer` + `results.metrics`.
+    Inspect's own reader moves them to `sample.scores[name]` and `results.scores[0]`; so does this."""
+    results = dict(header.get("results") or {})
+    scorer = results.pop("scorer", None)
+    name = scorer.get("name") if isinstance(scorer, dict) and isinstance(scorer.get("name"), str) else "score"
+    metrics = results.pop("metrics", None)
+    if "scores" not in results and (scorer is not None or metrics):
+        results["scores"] = [{"name": name, "scorer": name, "metrics": metrics if isinstance(metrics, dict) else {}}]
+    upgraded = []
+    for sample_where, sample in samples:
+        if "score" in sample:
+            if "scores" in sample:
+                raise IngestError(f"{sample_where}: both score (format version 1) and scores (version 2)")
+            sample = {**sample, "scores": {name: sample["score"]} if sample["score"] is not None else {}}
+            del sample["score"]
+        upgraded.append((sample_where, sample))
+    return {**header, "results": results}, upgraded

@@ -288,8 +288,9 @@ def _build_run(ctx: _TaskContext, filter_name: str, rows: list[tuple[str, dict]]
             )
         seen[instance_id] = place
         try:
-            instances.append(_instance(row, instance_id, raw_id, split))
-            predictions.append(_prediction(row, instance_id, metric))
+            instance = _instance(row, instance_id, raw_id, split, ctx.config.get("doc_to_choice"))
+            instances.append(instance)
+            predictions.append(_map_letter(_prediction(row, instance_id, metric), instance))
         except ValidationError as exc:
             err = exc.errors()[0]
             raise IngestError(f"{where}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
@@ -306,7 +307,9 @@ def _build_run(ctx: _TaskContext, filter_name: str, rows: list[tuple[str, dict]]
     n_nonfinite = sum(1 for _, row in rows if metric and _nonfinite(row.get(metric)))
     predictions = [p.model_copy(update={"is_correct": rule.judge(p.score)}) for p in predictions]
     aggregate = ctx.aggregate(metric, filter_name, pairs) if metric else None
-    harness = agreement(aggregate, [p.score for p in predictions if p.score is not None], len(predictions))
+    # lm-eval has no one headline per task: each metric under each filter is reported as it is
+    harness = agreement(aggregate, [p.score for p in predictions if p.score is not None], len(predictions),
+                        headline=aggregate.metric if aggregate else None)
     run_name = ":".join(x for x in (ctx.task, filter_name, ctx.model, ctx.n_shot()) if x)
     settings = {"harness": FORMAT, "task": ctx.task, "filter": filter_name, "n_shot": ctx.shots()}
     run = RunRecord(
@@ -323,10 +326,7 @@ def _build_run(ctx: _TaskContext, filter_name: str, rows: list[tuple[str, dict]]
         method=ctx.n_shot(),
         main_metric=f"{metric},{filter_name}" if metric else None,
         main_metric_source=source if metric else "none",
-        metric_max=rule.high,
-        lower_is_better=rule.lower_is_better,
-        pass_threshold=rule.threshold,
-        scale_source=rule.scale_source if metric else None,
+        **rule.run_fields(),
         main_split=split,
         settings={k: v for k, v in settings.items() if v is not None},
         **harness,
@@ -449,13 +449,20 @@ def _arg_index(name: str) -> int:
     return int(digits) if digits.isdigit() else 0
 
 
-def _instance(row: dict, instance_id: str, raw_id: str, split: str | None) -> InstanceRecord:
+def _instance(row: dict, instance_id: str, raw_id: str, split: str | None, doc_to_choice: Any = None) -> InstanceRecord:
     prompt, messages = _input(row)
     choices = _loglikelihood_choices(row)
     if choices and len(choices) < 2:
         choices = None  # one continuation: the target itself, not a choice
     refs = _refs(row.get("target"), choices)
     doc = row.get("doc") if isinstance(row.get("doc"), dict) else {}
+    choice_map = {str(i): c.strip() for i, c in enumerate(choices)} if choices else None
+    if choices is None and (options := _doc_options(doc, doc_to_choice)):
+        gold = _gold_index(row.get("target"), len(options))
+        if gold is not None:
+            # a generated answer to a multiple-choice question: the gold is an index into the options
+            choice_map = options
+            refs = [Reference(text=text, correct=i == gold) for i, text in enumerate(options.values())]
     if not any(r.text.strip() for r in refs):
         refs = _doc_refs(doc) or refs
     return InstanceRecord(
@@ -465,9 +472,56 @@ def _instance(row: dict, instance_id: str, raw_id: str, split: str | None) -> In
         input_text=prompt,
         input_messages=messages,
         refs=refs,
-        choices={str(i): c.strip() for i, c in enumerate(choices)} if choices else None,
+        choices=choice_map,
         question_hash=question_hash(_doc_question(doc) or prompt),
     )
+
+
+DOC_OPTION_KEYS = ("choices", "options")
+
+
+def _doc_options(doc: dict, doc_to_choice: Any) -> dict[str, str] | None:
+    """letter → option text of a multiple-choice doc: `choices`/`options` as a list of texts, or
+    ARC's {"text": [...], "label": [...]}; letters from the task's doc_to_choice when it lists
+    them (["A", "B", "C", "D"]), else A, B, C, …"""
+    for key in DOC_OPTION_KEYS:
+        value = doc.get(key)
+        if isinstance(value, dict) and isinstance(value.get("text"), list) and isinstance(value.get("label"), list):
+            texts, labels = value["text"], value["label"]
+        elif isinstance(value, list):
+            texts, labels = value, None
+        else:
+            continue
+        if not texts or len(texts) > 26 or not all(isinstance(t, str) for t in texts):
+            return None
+        if labels is None and isinstance(doc_to_choice, list) and len(doc_to_choice) == len(texts):
+            labels = doc_to_choice
+        if labels is None or len(labels) != len(texts) or not all(isinstance(x, (str, int)) for x in labels):
+            labels = [chr(65 + i) for i in range(len(texts))]
+        return {str(label): text.strip() for label, text in zip(labels, texts)}
+    return None
+
+
+def _gold_index(target: Any, n: int) -> int | None:
+    """The target as an index into n options (lm-eval logs a multiple-choice target as the
+    index, e.g. "3", whatever the model was asked to answer)."""
+    if isinstance(target, list) and len(target) == 1:
+        target = target[0]
+    if isinstance(target, bool):
+        return None
+    if isinstance(target, str) and target.strip().isdigit():
+        target = int(target.strip())
+    return target if isinstance(target, int) and 0 <= target < n else None
+
+
+def _map_letter(prediction: PredictionRecord, instance: InstanceRecord) -> PredictionRecord:
+    """A generated option letter mapped to its option's text, as HELM's mapped_output does."""
+    if not instance.choices or prediction.output_kind is not None:
+        return prediction
+    answer = (prediction.mapped_output or prediction.output_text or "").strip()
+    if answer in instance.choices and answer != instance.choices[answer]:
+        return prediction.model_copy(update={"mapped_output": instance.choices[answer]})
+    return prediction
 
 
 def _doc_question(doc: dict) -> str | None:

@@ -29,7 +29,7 @@ from .limits import human
 from .options import ReadOptions
 from .records import ParsedRun, Skipped
 from .registry import Reader, by_name, choose
-from .report import RunNote, resolve_pending, skipped_files, skipped_lines, threshold_lines
+from .report import RunNote, details, resolve_pending, skipped_files
 
 # Below this much log data a process pool costs more (start-up, imports, pickling) than it saves:
 # a 120 MB HELM suite parses in 2-3 s of CPU, and starting spawned workers costs about a second.
@@ -89,7 +89,8 @@ def _check_text_sizes(staged: StagedRun, source: str, cap: int) -> None:
 
 
 def _read_part(reader_name: str, path: Path, options: ReadOptions) -> list[_Staged | Skipped]:
-    return [_stage(parsed, options) for parsed in by_name(reader_name).read(path, options)]
+    part = replace(options, part_of_folder=True)
+    return [_stage(parsed, options) for parsed in by_name(reader_name).read(path, part)]
 
 
 PR_SET_PDEATHSIG = 1
@@ -167,28 +168,9 @@ class IngestSummary:
     def nonfinite(self) -> int:
         return sum(n.n_nonfinite for n in self.notes)
 
-    def details(self) -> list[str]:
+    def details(self, skipped_list: Path | None = None) -> list[str]:
         """What the one-line summary cannot hold: harness check, thresholds, unscored, skipped files."""
-        lines = []
-        checked = [n for n in self.notes if n.harness_agrees is not None]
-        if checked:
-            lines.append(
-                f"harness check: {len(checked) - len(self.differing):,} of {len(checked):,} runs agree "
-                "with the log's own aggregate"
-            )
-            lines.extend(f"  {n.label}: {n.harness_note}" for n in self.differing)
-        thresholds = threshold_lines(self.notes)
-        if thresholds:
-            lines.append("thresholds on continuous metrics:")
-            lines.extend(thresholds)
-        if self.nonfinite:
-            runs = [n.label for n in self.notes if n.n_nonfinite]
-            lines.append(
-                f"unscored: {self.nonfinite:,} predictions with a NaN or infinite score "
-                f"(in {', '.join(runs[:3])}{', …' if len(runs) > 3 else ''})"
-            )
-        lines.extend(skipped_lines(self.skipped))
-        return lines
+        return details(self, skipped_list)
 
     def line(self) -> str:
         infra = f", {self.infra_errors:,} infrastructure errors" if self.infra_errors else ""

@@ -152,6 +152,7 @@ def read_log(path: Path, options: ReadOptions) -> ParsedRun | Skipped:
         main_metric_source="match event",
         metric_max=1.0,
         lower_is_better=False,
+        verdict_rule="the match event's own correct",
         main_split=split,
         settings={k: v for k, v in settings.items() if v is not None},
         status="complete" if report is not None else "started",

@@ -15,3 +15,5 @@ class ReadOptions:
     model: str | None = None
     column_map: dict[str, str] = field(default_factory=dict)
     limits: Limits = field(default_factory=Limits.from_env)
+    # read as one part of a folder (a worker's share): a run folder is not then named directly
+    part_of_folder: bool = False

@@ -92,7 +92,8 @@ def read_export(path: Path, options: ReadOptions) -> Iterator[ParsedRun]:
     content_hash = hasher.hexdigest()
     metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
     for (provider, prompt_key), rows in groups.items():
-        label = _prompt_label(rows[0][1])
+        full_label = _prompt_label(rows[0][1])
+        label = short_label(full_label)
         several = prompts_per_provider[provider] > 1
         instances, predictions = [], []
         seen: set[str] = set()
@@ -104,7 +105,7 @@ def read_export(path: Path, options: ReadOptions) -> Iterator[ParsedRun]:
             instances.append(instance)
             predictions.append(prediction)
         judged = [p for p in predictions if p.is_correct is not None]
-        harness = _harness(prompts, provider, prompt_key, label, judged)
+        harness = _harness(prompts, provider, prompt_key, full_label, judged, sum(1 for p in predictions if p.infra_error))
         settings = {
             "prompt": label,
             "eval_id": data.get("evalId"),
@@ -124,6 +125,7 @@ def read_export(path: Path, options: ReadOptions) -> Iterator[ParsedRun]:
             main_metric_source="promptfoo assertions",
             metric_max=1.0,
             lower_is_better=False,
+            verdict_rule="promptfoo's own success (every assertion passed)",
             settings={k: v for k, v in settings.items() if v is not None},
             **harness,
         )
@@ -138,7 +140,22 @@ def _prompt_label(result: dict) -> str | None:
     return None
 
 
-def _harness(prompts: list[dict], provider: str, prompt_key: Any, label: str | None, judged: list) -> dict:
+LABEL_CHARS = 60
+
+
+def short_label(label: str | None) -> str | None:
+    """A prompt label fit for a run name and variant: its first line, cut, with a hash of the whole
+    label when anything was cut (promptfoo labels a prompt with its whole text by default)."""
+    if label is None:
+        return None
+    first = " ".join(label.strip().splitlines()[0].split()) if label.strip() else ""
+    if first == label and len(label) <= LABEL_CHARS:
+        return label
+    digest = hashlib.sha1(label.encode()).hexdigest()[:8]
+    return f"{first[:LABEL_CHARS].rstrip()}… #{digest}"
+
+
+def _harness(prompts: list[dict], provider: str, prompt_key: Any, label: str | None, judged: list, n_errored: int) -> dict:
     for prompt in prompts:
         if prompt.get("provider") != provider or (prompt.get("id") != prompt_key and prompt.get("label") != label):
             continue
@@ -146,9 +163,14 @@ def _harness(prompts: list[dict], provider: str, prompt_key: Any, label: str | N
         counts = [metrics.get(k) for k in ("testPassCount", "testFailCount", "testErrorCount")]
         if not all(isinstance(c, int) and not isinstance(c, bool) for c in counts) or not sum(counts):
             return {}
-        passed, total = counts[0], sum(counts)
-        return agreement(HarnessAggregate("testPassCount/tests", None, passed / total, total),
-                         [float(p.is_correct) for p in judged], len(judged))
+        passed, failed, errors = counts
+        # errored tests are no verdict, here as in promptfoo: compare the pass rate of the rest
+        graded = passed + failed
+        aggregate = HarnessAggregate(
+            "testPassCount/(testPassCount+testFailCount)", None, passed / graded if graded else None, graded,
+            not_compared=None if graded else f"every prediction errored ({errors} tests)",
+        )
+        return agreement(aggregate, [float(p.is_correct) for p in judged], len(judged), n_errored=n_errored)
     return {}
 
 

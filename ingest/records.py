@@ -83,10 +83,11 @@ class RunRecord(_Record):
     run_groups: list[str] | None = None
     main_metric: str | None = None
     main_metric_source: str | None = None
+    metric_min: float | None = Field(None, description="the bottom of the main metric's scale (1 for 1–5 jury scores)")
     metric_max: float | None = None
     lower_is_better: bool | None = None
     pass_threshold: float | None = None
-    scale_source: str | None = Field(None, description="where metric_max/direction came from: schema, registry, dataset column, binary, config")
+    scale_source: str | None = Field(None, description="where the scale came from: config, binary, registry, name rule, helm display name, helm jury metric, eee metric_config, token F1, inspect value_to_float")
     main_split: str | None = Field(None, description="the split the harness's headline number uses (HELM: the group's main_split)")
     variant: str | None = Field(None, description="settings that tell this run apart from other runs of the model on the dataset (e.g. '5-shot', 'filter=flexible-extract'); NULL when none")
     settings: dict[str, Any] | None = Field(None, description="the run's evaluation settings as read from the log (n_shot, filter, suite, harness, ...)")
@@ -96,6 +97,8 @@ class RunRecord(_Record):
     harness_n: int | None = Field(None, description="how many samples the log's aggregate counts")
     harness_agrees: bool | None = Field(None, description="Faultline's recomputed rate equals harness_value (NULL: the log has no aggregate)")
     harness_note: str | None = Field(None, description="how and why the recomputed rate differs, or how it was checked")
+    headline_metric: str | None = Field(None, description="the metric the harness reports as its headline for the run (NULL: unknown); judging on another is a difference")
+    verdict_rule: str | None = Field(None, description="the pass/fail rule in words, as the ingest summary prints it")
     status: str = Field("complete", description="complete, or the log's own word for an unfinished run (cancelled, error, started)")
     instructions: str | None = Field(None, description="the task's instructions as the harness gave them for every instance (HELM instructions and prefixes, a system message)")
     max_tokens: int | None = Field(None, description="the generation limit the harness set")

@@ -46,6 +46,10 @@ READERS: tuple[Reader, ...] = (
            "a .jsonl/.ndjson file of predictions, one object per line"),
     Reader("csv", partial(custom.looks_like, kind="csv"), partial(custom.read, kind="csv"), custom.count_runs,
            "a .csv/.tsv file of predictions with a header row"),
+    Reader("parquet", partial(custom.looks_like, kind="parquet"), partial(custom.read, kind="parquet"), custom.count_runs,
+           "a .parquet table of predictions"),
+    Reader("xlsx", partial(custom.looks_like, kind="xlsx"), partial(custom.read, kind="xlsx"), custom.count_runs,
+           "an Excel .xlsx workbook of predictions (its first sheet, with a header row)"),
 )
 FORMATS = ("auto", *(r.name for r in READERS))
 

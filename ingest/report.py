@@ -1,5 +1,6 @@
-"""What an ingest tells the user beyond counts: per-run verdict notes, dataset-wide scales decided
-after every run is read, and the files a folder search skipped, by reason."""
+"""What an ingest tells the user beyond counts: per-run verdict notes, dataset-wide scales settled
+after every run is read, the harness check, the 0%/100%-fail guard, and the files a folder
+search skipped, by reason."""
 
 from __future__ import annotations
 
@@ -8,18 +9,23 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
-from . import lmeval
-from .passfail import PassRule, column_rule, is_finite, metric_key
-from .walk import every_file_below, helm_runs_below
+from . import custom, lmeval
+from .passfail import PassRule, flag, is_finite, metric_key, refusal, settle
+from .walk import every_file_below, helm_bookkeeping, helm_runs_below
 
 if TYPE_CHECKING:
     from store.runs import StagedRun
 
+    from .load import IngestSummary
     from .records import ParsedRun
     from .registry import Reader
 
-SKIP_REASONS = ("format not read", "results file without samples", "unreadable")
+OWN_TABLE = "a table of your own: read only when named directly (python -m ingest FILE)"
+SKIP_REASONS = (OWN_TABLE, "format not read", "results file without samples", "unreadable")
 SHOWN_PATHS = 3
+# more skipped files than this: every one of them goes to a file whose path the summary prints
+LISTED_IN_SUMMARY = 20
+SHOWN_NOT_COMPARED = 10
 
 
 @dataclass(frozen=True)
@@ -28,99 +34,203 @@ class RunNote:
 
     run_id: str
     label: str
+    model: str
     dataset: str
+    source: str
     rule: PassRule
+    metric_source: str | None
     harness_agrees: bool | None
     harness_note: str | None
     n_nonfinite: int
     score_min: float | None
     score_max: float | None
-    all_integers: bool
+    n_judged: int
+    n_failed: int
 
     @classmethod
     def of(cls, parsed: "ParsedRun") -> "RunNote":
         run = parsed.run
-        # a reader that decides its verdicts itself hands no rule: nothing is left to resolve
-        rule = parsed.rule or PassRule(None, run.main_metric_source or "", None, run.metric_max, bool(run.lower_is_better), run.pass_threshold, run.scale_source or "")
+        # a reader that takes its verdicts from the log hands no rule: nothing is left to settle
+        rule = parsed.rule or PassRule(None, run.main_metric_source or "", run.metric_min, run.metric_max, bool(run.lower_is_better), run.pass_threshold, run.scale_source)
         scores = [p.score for p in parsed.predictions if is_finite(p.score) and not p.infra_error]
         return cls(
             run_id=run.run_id,
             label=f"{run.run_name} ({run.model})" if run.model not in run.run_name else run.run_name,
+            model=run.model,
             dataset=run.dataset,
+            source=run.source_path,
             rule=rule,
+            metric_source=run.main_metric_source,
             harness_agrees=run.harness_agrees,
             harness_note=run.harness_note,
             n_nonfinite=parsed.n_nonfinite,
             score_min=min(scores, default=None),
             score_max=max(scores, default=None),
-            all_integers=all(float(s).is_integer() for s in scores),
+            n_judged=sum(1 for p in parsed.predictions if p.is_correct is not None),
+            n_failed=parsed.n_failures,
         )
 
 
 def resolve_pending(staged: list["StagedRun"], notes: list[RunNote]) -> None:
-    """Judge runs whose metric scale is unknown, in place, on the scale of the whole dataset
-    column: every run of the ingest with the same dataset, metric and direction."""
+    """Settle every run's scale on the whole dataset column — every run of the ingest with the
+    same dataset, metric and direction — and rejudge, in place, the runs whose scale changed.
+    Datasets no evidence gives a scale are refused, all of them in one error."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     groups: dict[tuple, list[int]] = {}
     for i, note in enumerate(notes):
-        if note.rule.pending:
+        if note.rule.metric is not None and (note.rule.candidates or note.rule.threshold is None):
             key = (note.dataset, metric_key(note.rule.metric), note.rule.lower_is_better)
             groups.setdefault(key, []).append(i)
-    for members in groups.values():
+    problems: dict[tuple, tuple[str, str, str, str]] = {}
+    for key, members in groups.items():
         lows = [notes[i].score_min for i in members if notes[i].score_min is not None]
         highs = [notes[i].score_max for i in members if notes[i].score_max is not None]
-        integers = all(notes[i].all_integers for i in members)
+        lowest, highest = min(lows, default=None), max(highs, default=None)
         for i in members:
-            rule = column_rule(notes[i].rule, min(lows, default=None), max(highs, default=None), integers)
+            old = notes[i].rule
+            rule = settle(old, lowest, highest)
+            if rule.refused:
+                sources = sorted({notes[j].source for j in members})
+                where = sources[0] if len(sources) == 1 else f"{len(sources)} logs, e.g. {sources[0]}"
+                problems.setdefault(key, (notes[i].dataset, old.metric, where, rule.refused))
+                continue
             notes[i] = replace(notes[i], rule=rule)
-            if rule.threshold is None:
+            if (rule.low, rule.high, rule.threshold) == (old.low, old.high, old.threshold):
                 continue
             preds = staged[i].predictions
             score = preds.column("score")
             verdict = pc.less_equal(score, rule.threshold) if rule.lower_is_better else pc.greater_equal(score, rule.threshold)
-            old = preds.column("is_correct")
-            infra = preds.column("infra_error")
-            verdict = pc.if_else(infra, pa.scalar(None, pa.bool_()), pc.if_else(pc.is_null(old), verdict, old))
-            staged[i] = staged[i].rejudged(
-                verdict,
-                metric_max=rule.high,
-                pass_threshold=rule.threshold,
-                lower_is_better=rule.lower_is_better,
-                scale_source=rule.scale_source,
-            )
+            verdict = pc.if_else(preds.column("infra_error"), pa.scalar(None, pa.bool_()), verdict)
+            staged[i] = staged[i].rejudged(verdict, **rule.run_fields())
+            notes[i] = replace(notes[i], n_judged=len(verdict) - verdict.null_count, n_failed=staged[i].n_failures)
+    if problems:
+        raise refusal(list(problems.values()))
 
 
 def threshold_lines(notes: Iterable[RunNote]) -> list[str]:
-    """One line per (dataset, metric) judged on a continuous scale: the line used and how to move it."""
+    """One line per (dataset, metric) judged on a continuous scale: the line used, where its
+    scale came from, scales the data contradicted, and how to move it."""
     seen: dict[tuple, tuple[PassRule, int]] = {}
     for note in notes:
         rule = note.rule
-        if rule.metric is None or rule.binary or rule.threshold is None:
+        if rule.metric is None or rule.threshold is None or (rule.binary and not rule.rejected):
             continue
         key = (note.dataset, rule.metric, rule.threshold, rule.lower_is_better)
         seen[key] = (rule, seen.get(key, (rule, 0))[1] + 1)
     lines = []
-    for (dataset, metric, threshold, lower), (rule, runs) in seen.items():
-        op = "≤" if lower else "≥"
-        scale = f"scale {rule.low:g}–{rule.high:g} from the {rule.scale_source}" if rule.high is not None else rule.scale_source
+    for (dataset, _, _, _), (rule, runs) in seen.items():
+        passed_over = f"; not {', not '.join(rule.rejected)}" if rule.rejected else ""
         lines.append(
-            f"  {dataset}: pass when {metric} {op} {threshold:.4g} ({scale}, {runs} run{'s' * (runs != 1)}); "
-            f"change with --pass-threshold {dataset}=X"
+            f"  {dataset}: {rule.describe()} [{runs} run{'s' * (runs != 1)}{passed_over}]; "
+            f"change with {flag('--pass-threshold', dataset, 'X')}"
         )
     return lines
 
 
+# how a reader names a metric it chose itself because the harness named no headline
+CHOSEN_METRIC = {"fallback": "the first of HELM's usual exact-match metrics it reports",
+                 "first task metric": "the first task metric it reports"}
+
+
+def chosen_metric_lines(notes: Iterable[RunNote]) -> list[str]:
+    """Datasets judged on a metric Faultline picked because no schema names the run's headline."""
+    seen: dict[tuple[str, str], tuple[str, int]] = {}
+    for note in notes:
+        if note.metric_source in CHOSEN_METRIC and note.rule.metric:
+            key = (note.dataset, note.rule.metric)
+            seen[key] = (note.metric_source, seen.get(key, ("", 0))[1] + 1)
+    return [
+        f"  {dataset}: judged on {metric}, {CHOSEN_METRIC[source]} [{runs} run{'s' * (runs != 1)}]; "
+        f"name the headline with {flag('--main-metric', dataset, 'NAME')}"
+        for (dataset, metric), (source, runs) in seen.items()
+    ]
+
+
+def impossible_rates(notes: Iterable[RunNote]) -> list[str]:
+    """A model × dataset where every prediction fails, or none does, although the scores vary:
+    the rule is probably wrong for these scores."""
+    totals: dict[tuple[str, str], list] = {}
+    for note in notes:
+        if not note.n_judged or note.rule.metric is None or note.rule.threshold is None:
+            continue  # verdicts the log itself gives (promptfoo's success, a correct column) are not ours to doubt
+        t = totals.setdefault((note.model, note.dataset), [0, 0, None, None, note.rule])
+        t[0] += note.n_judged
+        t[1] += note.n_failed
+        if note.score_min is not None:
+            t[2] = note.score_min if t[2] is None else min(t[2], note.score_min)
+            t[3] = note.score_max if t[3] is None else max(t[3], note.score_max)
+    lines = []
+    for (model, dataset), (judged, failed, low, high, rule) in totals.items():
+        if low is None or low == high or 0 < failed < judged:
+            continue
+        what = "fail" if failed else "pass"
+        lines.append(
+            f"  {model} on {dataset}: all {judged:,} predictions {what} although their scores vary "
+            f"({low:g}–{high:g}); the rule: {rule.describe()}. If that is wrong for these scores, set "
+            f"{flag('--scale', dataset, 'LOW:HIGH')} or {flag('--pass-threshold', dataset, 'X')}"
+        )
+    return lines
+
+
+def harness_lines(notes: list[RunNote]) -> list[str]:
+    checked = [n for n in notes if n.harness_agrees is not None]
+    differing = [n for n in checked if n.harness_agrees is False]
+    not_compared = [n for n in notes if n.harness_agrees is None and n.harness_note]
+    lines = []
+    if checked:
+        lines.append(
+            f"harness check: {len(checked) - len(differing):,} of {len(checked):,} runs agree "
+            "with the harness's own headline"
+        )
+        lines.extend(f"  {n.label}: {n.harness_note}" for n in differing)
+    if not_compared:
+        lines.append(f"harness check: {len(not_compared):,} run{'s' * (len(not_compared) != 1)} not compared:")
+        lines.extend(f"  {n.label}: {n.harness_note}" for n in not_compared[:SHOWN_NOT_COMPARED])
+        if len(not_compared) > SHOWN_NOT_COMPARED:
+            lines.append(f"  … {len(not_compared) - SHOWN_NOT_COMPARED:,} more (runs.harness_note has each)")
+    return lines
+
+
+def details(summary: "IngestSummary", skipped_list: Path | None = None) -> list[str]:
+    """What the one-line summary cannot hold: harness check, thresholds, impossible pass rates,
+    unscored predictions, skipped files."""
+    notes = summary.notes
+    lines = harness_lines(notes)
+    chosen = chosen_metric_lines(notes)
+    if chosen:
+        lines.append("no headline known (no schema names the run group's main metric):")
+        lines.extend(chosen)
+    thresholds = threshold_lines(notes)
+    if thresholds:
+        lines.append("thresholds on continuous metrics:")
+        lines.extend(thresholds)
+    warnings = impossible_rates(notes)
+    if warnings:
+        lines.append("warning: 0% or 100% of predictions fail while their scores vary:")
+        lines.extend(warnings)
+    nonfinite = sum(n.n_nonfinite for n in notes)
+    if nonfinite:
+        runs = [n.label for n in notes if n.n_nonfinite]
+        lines.append(
+            f"unscored: {nonfinite:,} predictions with a NaN or infinite score "
+            f"(in {', '.join(runs[:3])}{', …' if len(runs) > 3 else ''})"
+        )
+    lines.extend(skipped_lines(summary.skipped, skipped_list))
+    return lines
+
+
 def skipped_files(path: Path, readers: list["Reader"]) -> dict[str, list[Path]]:
-    """Files below a folder that no chosen reader reads, grouped by reason."""
+    """Files below a folder that no chosen reader reads, grouped by reason (a HELM suite's own
+    files are part of the suite)."""
     if not path.is_dir():
         return {}
     names = {r.name for r in readers}
     suites = {run.parent for run in helm_runs_below(path)} if "helm" in names else set()
     out: dict[str, list[Path]] = {}
     for file, in_run in every_file_below(path):
-        if "helm" in names and (in_run or file.parent in suites):
+        if in_run and "helm" in names or helm_bookkeeping(file, suites):
             continue
         if not os.access(file, os.R_OK):
             out.setdefault("unreadable", []).append(file)
@@ -131,19 +241,45 @@ def skipped_files(path: Path, readers: list["Reader"]) -> dict[str, list[Path]]:
             if not lmeval.results_have_samples(file):
                 out.setdefault("results file without samples", []).append(file)
             continue
-        out.setdefault("format not read", []).append(file)
+        reason = OWN_TABLE if file.suffix.lower() in custom.SUFFIXES else "format not read"
+        out.setdefault(reason, []).append(file)
     return out
 
 
-def skipped_lines(skipped: dict[str, list[str]]) -> list[str]:
+def _reasons(skipped: dict[str, list[str]]) -> list[str]:
+    # the walk's own reasons first, then what readers reported (e.g. text-to-image records)
+    return [r for r in (*SKIP_REASONS, *sorted(set(skipped) - set(SKIP_REASONS))) if skipped.get(r)]
+
+
+def skipped_list_path(db: Path) -> Path:
+    return db.with_name(f"{db.stem}.skipped.txt")
+
+
+def write_skipped_list(skipped: dict[str, list[str]], db: Path) -> Path | None:
+    """Every skipped file, by reason, in a file beside the store, when there are more than the
+    summary shows; its path, or None."""
+    if sum(len(v) for v in skipped.values()) <= LISTED_IN_SUMMARY:
+        return None
+    target = skipped_list_path(db)
+    text = "".join(f"{reason}\t{p}\n" for reason in _reasons(skipped) for p in skipped[reason])
+    target.write_text(text, encoding="utf-8")
+    return target
+
+
+def skipped_lines(skipped: dict[str, list[str]], listed_in: Path | None = None) -> list[str]:
     total = sum(len(v) for v in skipped.values())
     if not total:
         return []
-    lines = [f"skipped {total:,} file{'s' * (total != 1)}:"]
-    # the walk's own reasons first, then what readers reported (e.g. text-to-image records)
-    for reason in [*SKIP_REASONS, *sorted(set(skipped) - set(SKIP_REASONS))]:
-        paths = skipped.get(reason) or []
-        if paths:
+    if total > LISTED_IN_SUMMARY:
+        where = f"every one listed in {listed_in}" if listed_in else "not all shown"
+        lines = [f"skipped {total:,} files ({where}):"]
+    else:
+        lines = [f"skipped {total:,} file{'s' * (total != 1)}:"]
+    for reason in _reasons(skipped):
+        paths = skipped[reason]
+        if total <= LISTED_IN_SUMMARY:
+            lines.append(f"  {reason} ({len(paths):,}): {', '.join(paths)}")
+        else:
             more = f", … {len(paths) - SHOWN_PATHS:,} more" if len(paths) > SHOWN_PATHS else ""
             lines.append(f"  {reason} ({len(paths):,}): {', '.join(paths[:SHOWN_PATHS])}{more}")
     return lines

@@ -92,3 +92,36 @@ def every_file_below(path: Path) -> Iterator[tuple[Path, bool]]:
         in_run = HELM_RUN_MARKER in files
         for name in sorted(files):
             yield here / name, in_run
+
+
+# What helm-run and helm-summarize write beside a suite's run folders (helm/benchmark/runner.py,
+# presentation/summarize.py): part of the suite, never a skipped file.
+HELM_SUITE_FILES = {
+    "schema.json", "summary.json", "costs.json", "runs.json", "run_specs.json",
+    "runs_to_run_suites.json", "groups.json", "groups_metadata.json",
+}
+HELM_SUITE_FOLDERS = {"groups", "eval_cache"}
+# ... and beside the suites, in benchmark_output/: downloaded scenario data and cached instances
+HELM_OUTPUT_FOLDERS = {"scenarios", "scenario_instances"}
+
+
+def helm_bookkeeping(file: Path, suites: set[Path]) -> bool:
+    """Whether `file` is one HELM writes for a suite in `suites` (not a log of its own)."""
+    for suite in suites:
+        if file.parent == suite:
+            return file.name in HELM_SUITE_FILES
+        try:
+            inside = file.relative_to(suite).parts
+        except ValueError:
+            inside = None
+        if inside:
+            return inside[0] in HELM_SUITE_FOLDERS
+        output = suite.parent.parent  # benchmark_output/runs/<suite>
+        if suite.parent.name == "runs":
+            try:
+                below = file.relative_to(output).parts
+            except ValueError:
+                continue
+            if below[0] in HELM_OUTPUT_FOLDERS:
+                return True
+    return False

@@ -19,12 +19,26 @@ checked = runs.filter(runs["harness_agrees"].is_not_null())
 differ = checked.filter(~checked["harness_agrees"])
 if checked.height:
     st.write(f"Harness check: {checked.height - differ.height:,} of {fmt.plural(checked.height, 'run')} with their "
-             f"own aggregate agree with Faultline's recomputed rate"
+             f"own headline agree with Faultline's recomputed rate"
              + (f"; {differ.height:,} differ (see the harness check column)." if differ.height else "."))
+off_headline = runs.filter(runs["headline_metric"].is_not_null() & (runs["main_metric"] != runs["headline_metric"]))
+if off_headline.height:
+    st.warning(f"{fmt.plural(off_headline.height, 'run')} judged on another metric than the harness's headline: "
+               "they count as differing (the harness check column names both metrics).")
+not_compared = runs.filter(runs["harness_agrees"].is_null() & runs["harness_note"].is_not_null())
+if not_compared.height:
+    st.caption(f"{fmt.plural(not_compared.height, 'run')} could not be compared with the harness's own number; "
+               "the harness check column says why.")
 shown = columns.words(runs, "harness_agrees")
 st.dataframe(shown, hide_index=True, column_config=columns.config(
     shown.columns, harness_note=st.column_config.TextColumn("Harness check", width="large"),
     file=st.column_config.TextColumn("File", width="medium")))
+impossible = ui.load(q.impossible_rates, models=f.models, datasets=f.datasets, domains=f.domains)
+if impossible.height:
+    st.warning("For these models and datasets 0% or 100% of predictions fail although the scores vary: "
+               "check the pass/fail rule; if it is wrong for these scores, re-ingest with "
+               "--scale DATASET=LOW:HIGH or --pass-threshold DATASET=X.")
+    st.dataframe(impossible, hide_index=True, column_config=columns.config(impossible.columns))
 where = "" if ui.read_only() else " or above" if ui.is_demo() else " or below"
 st.caption("Model is the log's model name, plus “ · variant” when the model has several runs on a "
            "dataset that differ in settings (or come from different logs): each is its own model on "

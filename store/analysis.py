@@ -36,6 +36,8 @@ _FAILURE_COLUMNS = (
     # the evidence the harness kept (migration 009) and the rule that made this a failure
     "instructions", "max_tokens", "prompt_text", "judge_notes", "finish_reason", "output_tokens",
     "verdict_note", "output_kind", "metric_max", "lower_is_better", "pass_threshold", "scale_source",
+    # migration 010: the bottom of the scale (1 for 1–5 jury scores) and the rule in words
+    "metric_min", "verdict_rule",
 )
 _JSON_FAILURE_COLUMNS = ("input_messages", "refs", "choices", "judge_notes")
 
@@ -58,7 +60,7 @@ def failures(
                p.mapped_output, p.score,
                r.instructions, r.max_tokens, i.prompt_text, p.judge_notes, p.finish_reason,
                p.output_tokens, p.verdict_note, p.output_kind, r.metric_max, r.lower_is_better,
-               r.pass_threshold, r.scale_source
+               r.pass_threshold, r.scale_source, r.metric_min, r.verdict_rule
         FROM predictions p
         JOIN runs r USING (run_id)
         JOIN instances i ON i.run_id = p.run_id AND i.instance_id = p.instance_id

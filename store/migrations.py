@@ -348,6 +348,17 @@ MIGRATIONS: list[tuple[str, str]] = [
         """,
     ),
     (
+        "010_verdict_rules",
+        # How each run was judged, in full: the bottom of the metric's scale (1 for 1–5 jury
+        # scores), the harness's own headline metric (to show a run judged on another metric),
+        # and the rule in words, as the ingest summary printed it.
+        """
+        ALTER TABLE runs ADD COLUMN metric_min DOUBLE;
+        ALTER TABLE runs ADD COLUMN headline_metric VARCHAR;
+        ALTER TABLE runs ADD COLUMN verdict_rule VARCHAR;
+        """,
+    ),
+    (
         "015_llm_batches",
         # Requests sent through a provider's batch API (taxonomy/batch.py): one row per submitted
         # batch, written before the batch is created so that a run killed at any point can find

@@ -534,11 +534,33 @@ def runs(con, models=None, datasets=None, domains=None) -> pl.DataFrame:
         con,
         f"""
         SELECT {model_key_sql("r")} AS model, dataset, domain, variant, source_format,
-               regexp_extract(source_path, '[^/\\\\]*$') AS file, main_split, main_metric,
-               harness_agrees, harness_note, n_predictions, n_failures, n_infra_errors, settings,
+               regexp_extract(source_path, '[^/\\\\]*$') AS file, main_split, main_metric, headline_metric,
+               harness_agrees, harness_note, verdict_rule, n_predictions, n_failures, n_infra_errors, settings,
                harness_metric, harness_split, harness_value, harness_n, suite, run_name, run_id,
                ingested_at
         FROM runs r WHERE true {where} ORDER BY model, dataset, domain, run_id
+        """,
+        params,
+    )
+
+
+def impossible_rates(con, models=None, datasets=None, domains=None) -> pl.DataFrame:
+    """Model × dataset pairs judged by a threshold where every prediction fails, or none does,
+    although the scores vary: the rule is probably wrong for these scores (the ingest summary
+    warns about the same pairs)."""
+    where, params = _filter_sql(models, datasets, domains, model_column=model_key_sql("r"))
+    return _frame(
+        con,
+        f"""
+        SELECT {model_key_sql("r")} AS model, r.dataset, count(p.is_correct) AS judged,
+               count(*) FILTER (WHERE NOT p.is_correct) AS failed, min(p.score) AS score_min,
+               max(p.score) AS score_max, string_agg(DISTINCT r.verdict_rule, '; ') AS verdict_rule
+        FROM runs r JOIN predictions p USING (run_id)
+        WHERE r.pass_threshold IS NOT NULL AND r.main_metric IS NOT NULL AND NOT p.infra_error {where}
+        GROUP BY ALL
+        HAVING count(p.is_correct) > 0 AND min(p.score) < max(p.score)
+           AND count(*) FILTER (WHERE NOT p.is_correct) IN (0, count(p.is_correct))
+        ORDER BY 1, 2
         """,
         params,
     )

@@ -52,7 +52,6 @@ def test_db_from_environment(tmp_path):
         ("truncate", r"display_predictions.json:\d+:\d+: truncated JSON"),
         ("garbage", "display_predictions.json:1:1: invalid JSON"),
         ("wrong_type", "display_predictions.json: expected list, found dict"),
-        ("missing", "incomplete HELM run"),
         ("bad_trial", "display_predictions.json: prediction 0: train_trial_index"),
     ],
 )
@@ -68,10 +67,6 @@ def test_bad_helm_input_exits_nonzero_and_writes_nothing(tmp_path, tmp_db, damag
         victim.write_text("<html>not json</html>")
     elif damage == "wrong_type":
         victim.write_text(json.dumps({"predictions": []}))
-    elif damage == "missing":
-        # with display files gone a run falls back to scenario_state.json, so remove that too
-        victim.unlink()
-        (victim.parent / "scenario_state.json").unlink(missing_ok=True)
     elif damage == "bad_trial":
         rows = json.loads(raw)
         rows[0]["train_trial_index"] = "first"

@@ -62,10 +62,13 @@ def test_csv_with_mapped_columns_and_threshold(tmp_path, tmp_db):
 
 def test_default_threshold_is_07_of_scale(tmp_path, tmp_db):
     f = tmp_path / "judge.jsonl"
-    f.write_text("\n".join(json.dumps({"model": "m", "instance_id": i, "output": "x", "score": s}) for i, s in enumerate([5, 4, 3.5, 3, 1])))
-    ingest_paths([f], db=tmp_db)
-    # 1–5 jury scale: pass at 3.5
-    assert [r[0] for r in q(tmp_db, "SELECT is_correct FROM outcomes ORDER BY instance_id")] == [True, True, True, False, False]
+    f.write_text("\n".join(json.dumps({"model": "m", "instance_id": i, "output": "x", "score": s}) for i, s in enumerate([5, 4, 3.8, 3.5, 3, 1])))
+    # no guessed 0–5: a score column's scale is the user's to give
+    with pytest.raises(IngestError, match=r"judge: score .*its scores run 1–5.*--scale judge=LOW:HIGH"):
+        ingest_paths([f], db=tmp_db)
+    ingest_paths([f], db=tmp_db, options=ReadOptions(pass_config=PassConfig.build(scales=["judge=1:5"])))
+    # 1–5 jury scale: pass at 0.7 of the way up, 3.8
+    assert [r[0] for r in q(tmp_db, "SELECT is_correct FROM outcomes ORDER BY instance_id")] == [True, True, True, False, False, False]
     assert q(tmp_db, "SELECT dataset FROM runs") == [("judge",)]
 
 

@@ -92,14 +92,17 @@ def test_instance_fields(eee_db):
 
 
 def test_aggregate_is_kept_as_the_harness_number(eee_db):
-    # the 0.3.0 reference demo's aggregate says 0.75 over a samples file of one correct answer
+    # the 0.3.0 reference demo's aggregate says 0.75 over a samples file of one correct answer:
+    # no pass rate over one sample, so it counts samples the file does not hold (its total_rows
+    # counts the file's lines, not the aggregate's samples)
     assert q(
         eee_db,
         "SELECT harness_metric, harness_split, harness_value, harness_n, harness_agrees, harness_note, settings "
         "FROM runs WHERE dataset = 'demo-source.demo_bench'",
     ) == [(
-        "accuracy", None, 0.75, 1, False,
-        "differs by 0.25: 1 = 1/1 here, the log says 0.75 (accuracy)",
+        "accuracy", None, 0.75, None, None,
+        "not compared: the log's 0.75 (accuracy) is no pass rate over the 1 scored sample(s) it holds, "
+        "so it counts samples the log does not have",
         json.dumps({"evaluation_id": "demo-source/demo-org_demo-model/1750000000", "schema_version": "0.3.0",
                     "eval_library": "unknown", "eval_library_version": "unknown", "source_name": "<Platform>"},
                    separators=(",", ":")),

@@ -206,14 +206,18 @@ def test_configured_threshold_and_metric(tmp_db):
 
 def test_config_file_and_lower_is_better(tmp_path, tmp_db):
     cfg = tmp_path / "faultline.yaml"
-    cfg.write_text("datasets:\n  narrativeqa:\n    main_metric: num_output_tokens\n")
+    cfg.write_text("datasets:\n  narrativeqa:\n    main_metric: num_output_tokens\n    scale: [0, 200]\n")
     narrative = STATE_ONLY / "narrative_qa-model=openai_gpt2"
     ingest_paths([narrative], db=tmp_db, options=ReadOptions(pass_config=PassConfig.build(config_file=cfg)))
-    (metric, max_value, lower, threshold), = q(tmp_db, "SELECT main_metric, metric_max, lower_is_better, pass_threshold FROM runs")
-    assert (metric, lower) == ("num_output_tokens", False)
+    (metric, max_value, lower, threshold, source, headline, agrees, note), = q(
+        tmp_db, "SELECT main_metric, metric_max, lower_is_better, pass_threshold, scale_source, headline_metric, "
+                "harness_agrees, harness_note FROM runs")
+    assert (metric, max_value, lower, threshold, source) == ("num_output_tokens", 200.0, False, 140.0, "config")
     scores = [r[0] for r in q(tmp_db, "SELECT score FROM predictions")]
     assert all(s is not None for s in scores)
-    assert threshold == pytest.approx(0.7 * max_value)
+    # judged on another metric than HELM's headline for narrative_qa: a difference, whatever the numbers
+    assert (headline, agrees) == ("f1_score", False)
+    assert note.startswith("differs: judged on num_output_tokens, but the harness's headline is f1_score (0.174242)")
     bad = tmp_path / "bad.yaml"
     bad.write_text("datasets: [1, 2]\n")
     with pytest.raises(IngestError, match="bad.yaml"):
@@ -252,6 +256,15 @@ def test_failed_requests_are_infrastructure_errors_not_model_failures(tmp_path, 
     target = state["request_states"][0]
     target["result"] = {"success": False, "error": "429 Too Many Requests", "completions": [], "embedding": [], "cached": False}
     (run / "scenario_state.json").write_text(json.dumps(state))
+    # HELM could not score it either: no stats for the instance
+    raw_id = target["instance"]["id"]
+    stats = json.loads((run / "per_instance_stats.json").read_text())
+    (run / "per_instance_stats.json").write_text(json.dumps([e for e in stats if e["instance_id"] != raw_id]))
+    shown = json.loads((run / "display_predictions.json").read_text())
+    for pred in shown:
+        if pred["instance_id"] == raw_id:
+            pred["stats"] = {}
+    (run / "display_predictions.json").write_text(json.dumps(shown))
     summary = ingest_paths([run], db=tmp_db)
     assert (summary.predictions, summary.infra_errors) == (20, 1)
     raw_id = target["instance"]["id"]

@@ -270,7 +270,7 @@ def test_cli_summary_and_bad_input(tmp_path, tmp_db):
     ok = run_module("ingest", EEE, "--db", tmp_db, "--format", "inspect")
     assert ok.returncode == 0, ok.stderr
     lines = ok.stdout.splitlines()
-    assert lines[0] == "harness check: 3 of 3 runs agree with the log's own aggregate"
+    assert lines[0] == "harness check: 3 of 3 runs agree with the harness's own headline"
     assert lines[-1].startswith("ingested 3 runs, 10 predictions, 2 failures in ")
     broken = tmp_path / "broken.eval"
     broken.write_bytes(b"PK\x03\x04 not really a zip")

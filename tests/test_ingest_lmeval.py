@@ -205,16 +205,16 @@ def test_infinity_is_unscored_and_reported(tmp_path, tmp_db):
     ]
     results = {"higher_is_better": {"toy": {"perplexity": False}}, "model_name": "m"}
     _write_samples(tmp_path / "run", rows, results)
-    summary = ingest_paths([tmp_path / "run"], db=tmp_db)
+    # perplexity has no fixed scale: the line is the user's to give
+    summary = ingest_paths([tmp_path / "run"], db=tmp_db, options=ReadOptions(pass_config=PassConfig.build(["toy=0.3"])))
     # a non-finite score decides nothing (issue 11 item 4): unscored, and the summary says so
     assert summary.nonfinite == 1
     assert "unscored: 1 predictions with a NaN or infinite score" in "\n".join(summary.details())
-    # perplexity has no fixed scale: the column's worst finite error (1.0) sets it, pass at ≤ 0.3 of it
     assert q(tmp_db, "SELECT instance_id, score, is_correct FROM outcomes ORDER BY 1") == [
         ("0", None, None), ("1", 0.1, True), ("2", 1.0, False),
     ]
     assert q(tmp_db, "SELECT DISTINCT lower_is_better, metric_max, pass_threshold, scale_source FROM runs") == [
-        (True, 1.0, 0.3, "dataset column"),
+        (True, None, 0.3, "config"),
     ]
 
 
@@ -243,10 +243,15 @@ def test_cli_summary_and_bad_input(tmp_path, tmp_db):
     ok = run_module("ingest", MASAKHANER, "--db", tmp_db, "--format", "lm-eval")
     assert ok.returncode == 0, ok.stderr
     lines = ok.stdout.splitlines()
-    assert lines[:2] == [
+    assert lines[:5] == [
+        "harness check: 2 runs not compared:",
+        "  masakhaner_luo_prompt_1:flexible-extract:google/gemma-2b:0-shot: not compared: lm-eval aggregates f1 "
+        "over the corpus, not as a mean of per-doc scores",
+        "  masakhaner_luo_prompt_1:flexible-extract:google/gemma-2b:5-shot: not compared: lm-eval aggregates f1 "
+        "over the corpus, not as a mean of per-doc scores",
         "thresholds on continuous metrics:",
-        "  masakhaner_luo_prompt_1: pass when f1 ≥ 0.7 (scale 0–1 from the token F1, 2 runs); "
-        "change with --pass-threshold masakhaner_luo_prompt_1=X",
+        "  masakhaner_luo_prompt_1: pass when f1 ≥ 0.7, fail below (0.7 of the way up its 0–1 scale, from "
+        "per-document token F1) [2 runs]; change with --pass-threshold masakhaner_luo_prompt_1=X",
     ]
     assert lines[-1].startswith("ingested 2 runs, 370 predictions, 359 failures in ")
     bad = _write_samples(tmp_path / "bad", ['{"doc_id": 0, "doc"'])

@@ -1,5 +1,6 @@
 """Verdicts equal the harness's own: HELM stats.json, lm-eval results files and Inspect headers are
-recomputed from the samples; scales of unknown metrics come from the whole dataset column."""
+recomputed from the samples; a scale comes from evidence the data do not contradict, else the
+dataset is refused with the flag to give."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import pytest
 from conftest import FIXTURES, MMLU_SUITE, q, requires_fixtures, run_module
 from ingest import ingest_paths
 from ingest.names import canonical_dataset, question_hash
+from ingest.errors import IngestError
+from ingest.options import ReadOptions
 from ingest.passfail import PassConfig
 
 LMEVAL = FIXTURES / "lm-eval"
@@ -70,28 +73,59 @@ def test_same_score_same_verdict_whatever_each_runs_maximum(tmp_path, tmp_db):
         {"model": "b", "dataset": "qa", "instance_id": str(i), "output": "x", "score": s}
         for i, s in enumerate([0.5, 1.0, 0.8])
     ])
-    summary = ingest_paths([a, b], db=tmp_db)
+    options = ReadOptions(pass_config=PassConfig.build(scales=["qa=0:1"]))
+    summary = ingest_paths([a, b], db=tmp_db, options=options)
     assert q(tmp_db, "SELECT DISTINCT is_correct FROM outcomes WHERE score = 0.5") == [(False,)]
     assert q(tmp_db, "SELECT model, score, is_correct FROM outcomes ORDER BY 1, 2") == [
         ("a", 0.2, False), ("a", 0.4, False), ("a", 0.5, False),
         ("b", 0.5, False), ("b", 0.8, True), ("b", 1.0, True),
     ]
-    assert q(tmp_db, "SELECT DISTINCT metric_max, pass_threshold, scale_source FROM runs") == [(1.0, 0.7, "dataset column")]
-    assert "  qa: pass when score ≥ 0.7 (scale 0–1 from the dataset column, 2 runs); change with --pass-threshold qa=X" in summary.details()
+    assert q(tmp_db, "SELECT DISTINCT metric_min, metric_max, pass_threshold, scale_source FROM runs") == [(0.0, 1.0, 0.7, "config")]
+    assert ("  qa: pass when score ≥ 0.7, fail below (0.7 of the way up its 0–1 scale, from --scale 0:1) [2 runs]; "
+            "change with --pass-threshold qa=X") in summary.details()
 
 
-def test_rating_scale_column_gets_its_own_range(tmp_path, tmp_db):
-    # 1–3 human ratings: on an assumed 1–5 scale every answer would fail
-    f = _jsonl(tmp_path / "ratings.jsonl", [
+def _ratings(tmp_path: Path) -> Path:
+    # averaged human ratings on 1–3, in thirds; no correct column
+    return _jsonl(tmp_path / "ratings.jsonl", [
         {"model": m, "dataset": "rated", "instance_id": str(i), "output": "x", "score": s}
-        for m, scores in (("a", [1, 2, 3]), ("b", [3, 3, 2]))
+        for m, scores in (("a", [1.0, 4 / 3, 2.0, 3.0]), ("b", [5 / 3, 7 / 3, 8 / 3, 3.0]))
         for i, s in enumerate(scores)
     ])
-    summary = ingest_paths([f], db=tmp_db)
-    assert q(tmp_db, "SELECT score, bool_and(is_correct) FROM outcomes GROUP BY 1 ORDER BY 1") == [
-        (1.0, False), (2.0, False), (3.0, True),
+
+
+def test_averaged_ratings_are_refused_without_a_scale_never_put_on_0_to_5(tmp_path, tmp_db):
+    ratings = _ratings(tmp_path)
+    r = run_module("ingest", ratings, "--db", tmp_db)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr == (
+        "error: no verdicts without a scale, and Faultline does not guess one:\n"
+        f"  rated: score ({ratings}): nothing says what scale it is on (its scores run 1–3; neither the log nor "
+        "the registry declares one). Give its scale with --scale rated=LOW:HIGH (the lowest and highest score "
+        "possible), or the line itself with --pass-threshold rated=X\n"
+    )
+    assert not tmp_db.exists() or q(tmp_db, "SELECT count(*) FROM runs") == [(0,)]
+    # the flag it names decides: 0.7 of the way up 1–3 is 2.4
+    r = run_module("ingest", ratings, "--db", tmp_db, "--scale", "rated=1:3")
+    assert r.returncode == 0, r.stderr
+    assert q(tmp_db, "SELECT model, round(score, 4), is_correct FROM outcomes ORDER BY 1, 2") == [
+        ("a", 1.0, False), ("a", 1.3333, False), ("a", 2.0, False), ("a", 3.0, True),
+        ("b", 1.6667, False), ("b", 2.3333, False), ("b", 2.6667, True), ("b", 3.0, True),
     ]
-    assert "  rated: pass when score ≥ 2.4 (scale 1–3 from the dataset column, 2 runs); change with --pass-threshold rated=X" in summary.details()
+    assert q(tmp_db, "SELECT DISTINCT metric_min, metric_max, pass_threshold, verdict_rule FROM runs") == [
+        (1.0, 3.0, 2.4, "pass when score ≥ 2.4, fail below (0.7 of the way up its 1–3 scale, from --scale 1:3)"),
+    ]
+    # a scale the data contradict is refused too, naming the score outside it
+    r = run_module("ingest", ratings, "--db", tmp_db, "--scale", "rated=0:2")
+    assert r.returncode == 2
+    assert "rated: score" in r.stderr and "your 0–2 from --scale 0:2 (a score of 3 lies outside it)" in r.stderr
+
+
+def test_pass_threshold_alone_judges_a_dataset_without_a_scale(tmp_path, tmp_db):
+    summary = ingest_paths([_ratings(tmp_path)], db=tmp_db, options=ReadOptions(pass_config=PassConfig.build(["rated=2"])))
+    assert q(tmp_db, "SELECT count(*) FILTER (WHERE is_correct), count(*) FILTER (WHERE NOT is_correct) FROM outcomes") == [(5, 3)]
+    assert q(tmp_db, "SELECT DISTINCT metric_max, pass_threshold, scale_source FROM runs") == [(None, 2.0, "config")]
+    assert "  rated: pass when score ≥ 2, fail below (--pass-threshold) [2 runs]; change with --pass-threshold rated=X" in summary.details()
 
 
 def _lmeval_rows(task_rows: list[dict], folder: Path, task: str, results: dict, stamp: str = "2025-01-02T03-04-05.678901") -> Path:
@@ -108,13 +142,17 @@ def test_lower_is_better_error_metric_threshold(tmp_path, tmp_db):
         for i, err in enumerate([0.5, 2.0, 4.0, 10.0])
     ]
     folder = _lmeval_rows(rows, tmp_path / "m", "regress", {"model_name": "m", "results": {"regress": {"mae,none": 4.125}}})
-    summary = ingest_paths([folder], db=tmp_db)
-    # the worst error in the column (10) sets the scale: pass when the error is at most 3
+    # an error metric has no top: nothing decides its scale, so the line must be given
+    with pytest.raises(IngestError, match=r"regress: mae \(.*\): nothing says what scale it is on \(its scores run 0.5–10;"):
+        ingest_paths([folder], db=tmp_db)
+    summary = ingest_paths([folder], db=tmp_db, options=ReadOptions(pass_config=PassConfig.build(scales=["regress=0:10"])))
+    # 0–10 given: pass when the error is at most 0.3 of the way up, 3
     assert q(tmp_db, "SELECT score, is_correct FROM outcomes ORDER BY 1") == [(0.5, True), (2.0, True), (4.0, False), (10.0, False)]
     assert q(tmp_db, "SELECT lower_is_better, pass_threshold, harness_agrees, harness_note FROM runs") == [
         (True, 3.0, True, "agrees: mean 4.125 over 4 (mae,none)"),
     ]
-    assert "  regress: pass when mae ≤ 3 (scale 0–10 from the dataset column, 1 run); change with --pass-threshold regress=X" in summary.details()
+    assert ("  regress: pass when mae ≤ 3, fail above (0.3 of the way up its 0–10 scale, from --scale 0:10) [1 run]; "
+            "change with --pass-threshold regress=X") in summary.details()
 
 
 def test_truthfulqa_gen_like_task_picks_the_acc_metric_and_doc_references(tmp_path, tmp_db):
@@ -166,12 +204,18 @@ def test_lmeval_fixtures_agree_with_their_results_files(tmp_db):
     # every run that holds all the samples its results count: the pass rate is lm-eval's mean
     assert by_note[("bias_classification", "0", "acc,none")] == (
         0.5106732348111659, 609, True, "agrees: 0.510673 = 311/609 (acc,none, split test)")
+    # logs that hold part of the samples their results count cannot equal them: said so, and
+    # checked as far as a part can be (no more passes or failures than the aggregate allows)
     assert by_note[("math_perturbed_full", "0", "exact_match,none")] == (
-        0.0, 5000, True, "agrees: 0 = 0/10 (exact_match,none, split test); the log holds 10 samples, its aggregate counts 5000")
-    # gsm8k logs were trimmed to 3 of the 100 samples their results count: said so, not hidden
+        0.0, 5000, None, "not compared: the log holds 10 of the 5000 samples its aggregate counts "
+        "(0/10 pass here, consistent with 0 = 0/5000, exact_match,none, split test)")
     gsm8k = [r for r in rows if r[0] == "gsm8k"]
-    assert [(r[6], r[7].split(":")[0]) for r in gsm8k] == [(False, "differs by 0.4167"), (False, "differs by 0.1033")]
-    assert all(r[7].endswith("the log holds 3 samples, its aggregate counts 100") for r in gsm8k)
+    assert [(r[4], r[6], r[7]) for r in gsm8k] == [
+        (0.75, None, "not compared: the log holds 3 of the 100 samples its aggregate counts "
+                     "(1/3 pass here, consistent with 0.75 = 75/100, exact_match,strict-match, split test)"),
+        (0.77, None, "not compared: the log holds 3 of the 100 samples its aggregate counts "
+                     "(2/3 pass here, consistent with 0.77 = 77/100, exact_match,strict-match, split test)"),
+    ]
     # span F1 is a corpus aggregate: stored, but not compared with per-doc scores
     assert {r[6] for r in rows if r[0] == "masakhaner_luo_prompt_1"} == {None}
     bias = q(tmp_db, "SELECT avg(is_correct::INT), count(*) FILTER (WHERE output_kind = 'chosen option') FROM predictions "
@@ -299,7 +343,7 @@ def test_nonfinite_scores_are_unscored_and_reported(tmp_path, tmp_db):
         '{"model": "a", "instance_id": "3", "output": "x", "score": 1.0}\n'
         '{"model": "a", "instance_id": "4", "output": "x", "score": 0.2}\n'
     )
-    summary = ingest_paths([f], db=tmp_db)
+    summary = ingest_paths([f], db=tmp_db, options=ReadOptions(pass_config=PassConfig.build(scales=["0:1"])))
     assert q(tmp_db, "SELECT instance_id, score, is_correct FROM outcomes ORDER BY 1") == [
         ("1", None, None), ("2", None, None), ("3", 1.0, True), ("4", 0.2, False),
     ]
@@ -308,14 +352,20 @@ def test_nonfinite_scores_are_unscored_and_reported(tmp_path, tmp_db):
 
 
 @requires_fixtures
-def test_strict_exits_2_when_a_run_differs(tmp_db):
-    differs = run_module("ingest", LMEVAL / "pyfade_gsm8k_gemma3_base", "--db", tmp_db, "--strict")
+def test_strict_exits_2_when_a_run_differs(tmp_path, tmp_db):
+    folder = tmp_path / "gsm8k"
+    shutil.copytree(LMEVAL / "pyfade_gsm8k_gemma3_base", folder)
+    results = next(folder.glob("results_*.json"))
+    data = json.loads(results.read_text())
+    data["n-samples"]["gsm8k"]["effective"] = 3  # as if the log held every sample its results count
+    results.write_text(json.dumps(data))
+    differs = run_module("ingest", folder, "--db", tmp_db, "--strict")
     assert differs.returncode == 2
     assert "--strict: 1 run(s) differ" in differs.stderr
-    assert "differs by 0.1033: 0.666667 = 2/3 here, the log says 0.77" in differs.stdout
+    assert "differs by 0.1033: 0.666667 = 2/3 here, the log says 0.77 (exact_match,strict-match, split test)" in differs.stdout
     agrees = run_module("ingest", LMEVAL / "lmeval_pr1974_bias_classification_llama3_8b", "--db", tmp_db, "--strict")
     assert agrees.returncode == 0, agrees.stderr
-    assert agrees.stdout.splitlines()[0] == "harness check: 1 of 1 runs agree with the log's own aggregate"
+    assert agrees.stdout.splitlines()[0] == "harness check: 1 of 1 runs agree with the harness's own headline"
 
 
 def test_canonical_names_and_question_hash():
