@@ -302,11 +302,11 @@ def test_data_page_shows_the_headline_difference_and_the_impossible_rate_warning
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     warnings = [w.value for w in at.warning]
-    assert warnings[0].startswith("1 run(s) are judged on another metric than the harness's headline")
+    assert warnings[0].startswith("1 run judged on another metric than the harness's headline")
     assert warnings[1].startswith("For these models and datasets 0% or 100% of predictions fail although the scores vary")
     runs = at.dataframe[0].value
     assert runs.loc[runs["model"] == "org/model-c", ["main_metric", "headline_metric", "harness_agrees"]].values.tolist() == [
-        ["quasi_exact_match", "exact_match", False],
+        ["quasi_exact_match", "exact_match", "no"],
     ]
     impossible = at.dataframe[1].value
     assert impossible[["model", "dataset", "judged", "failed", "score_min", "verdict_rule"]].values.tolist() == [
