@@ -112,8 +112,8 @@ for col, row in zip(st.columns(len(detail)), detail):
                     st.markdown(f"**{md(c.get('criterion'))}** · quality {md(c.get('quality') or '—')}"
                                 f" · present {md(c.get('present_in_wrong'))}")
                     if c.get("evidence"):
-                        st.caption("evidence " + ("(found in the output)" if found else
-                                                  "(NOT found in the output: the analyst paraphrased)"))
+                        st.caption("evidence " + ("(verified: it occurs verbatim in the output)" if found else
+                                                  "(UNVERIFIED: not in the output verbatim; the analyst paraphrased)"))
                         st.code(clip(c["evidence"], 2000)[0], language=None, wrap_lines=True)
                     if c.get("comment"):
                         show(c["comment"], 4000)

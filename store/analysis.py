@@ -106,7 +106,7 @@ def analyses_of(con: duckdb.DuckDBPyConnection, analyst: str, prompt_version: st
     rows = con.execute(
         """
         SELECT run_id, instance_id, train_trial_index, pair_hash, error_title, error_summary,
-               required_criteria, cache_key
+               required_criteria, cache_key, no_model_error, context_note
         FROM analyses
         WHERE analyst = ? AND prompt_version = ?
         QUALIFY row_number() OVER (
@@ -116,9 +116,25 @@ def analyses_of(con: duckdb.DuckDBPyConnection, analyst: str, prompt_version: st
     ).fetchall()
     return [
         {"key": (r[0], r[1], r[2]), "pair_hash": r[3], "error_title": r[4], "error_summary": r[5],
-         "required_criteria": r[6], "cache_key": r[7]}
+         "required_criteria": r[6], "cache_key": r[7], "no_model_error": r[8], "context_note": r[9]}
         for r in rows
     ]
+
+
+def title_summaries(con: duckdb.DuckDBPyConnection, titles: Sequence[str]) -> dict[str, str]:
+    """error_title → the summary of its earliest analysis (what stage 3 sends with the title)."""
+    if not titles:
+        return {}
+    rows = con.execute(
+        """
+        SELECT error_title, error_summary FROM analyses
+        WHERE error_title IN (SELECT unnest(?::VARCHAR[])) AND no_model_error IS NULL
+        QUALIFY row_number() OVER (
+            PARTITION BY error_title ORDER BY created_at, run_id, instance_id, train_trial_index, analyst) = 1
+        """,
+        [list(titles)],
+    ).fetchall()
+    return dict(rows)
 
 
 def cached_responses(con: duckdb.DuckDBPyConnection, keys: Iterable[str]) -> dict[str, str]:

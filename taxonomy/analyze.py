@@ -21,6 +21,7 @@ from typing import Callable, Sequence
 
 from store import StoreError, resolve_db_path, write_session
 from store.analysis import (
+    NO_MODEL_ERROR,
     Batch,
     analyses_of,
     cached_for_prompt,
@@ -32,15 +33,18 @@ from store.analysis import (
     record_taxonomy,
     recorded_taxonomy,
     save_batch,
+    title_summaries,
 )
 
 from . import offline
 from .catalog import Taxonomy, TaxonomyError, load_taxonomy
 from .classify import DEFAULT_BATCH_SIZE, OFFLINE, StageResult, classify_llm, classify_offline, offline_name
 from .budget import DEFAULT_MAX_TOKENS, Budget, BudgetExhausted, register_prices, require_prices
+from .context import context_budget
 from .journal import recover
 from .llm import InvalidAnswer, LLMClient, LLMUnavailable, Stats, Writer, gather_all
 from .prompts import ANALYSIS_PROMPT_VERSION, ANALYSIS_SCHEMA, CLASSIFY_PROMPT_VERSION, analysis_messages, classify_messages, parse_analysis
+from .quotes import check_criteria
 from .runlock import run_lock
 from .select import check_names, failure_key, group_pairs, sample
 from .title_classifier import check_supports
@@ -63,6 +67,10 @@ class Summary:
     seconds: float = 0.0
     analysis_seconds: float = 0.0
     stopped: str | None = None
+    no_model_error: int = 0  # failures the analyst found not to be the model's fault
+    quotes: int = 0  # evidence quotes in the answers of this run
+    unverified_quotes: int = 0  # of those, not in the output verbatim
+    context_cut: int = 0  # failures whose prompt was cut to fit the analyst's context
 
     @property
     def analysed(self) -> int:
@@ -73,7 +81,12 @@ class Summary:
         text = (
             f"{self.analysed}/{self.selected} failures analysed ({self.analysed_now} now"
             + (f", {self.unanalysed} without a valid answer" if self.unanalysed else "")
-            + f"); {self.titles_classified} titles classified by {self.classifier}"
+            + ")"
+            + (f"; {self.no_model_error} found not to be a model error" if self.no_model_error else "")
+            + (f"; {self.unverified_quotes} of {self.quotes} evidence quotes not in the output verbatim"
+               if self.unverified_quotes else "")
+            + (f"; {self.context_cut} prompts cut to fit the analyst's context" if self.context_cut else "")
+            + f"; {self.titles_classified} titles classified by {self.classifier}"
             + (f" ({self.fallbacks} fell back to Other)" if self.fallbacks else "")
             + (f", {self.unclassified} left unclassified" if self.unclassified else "")
             + f"; {s.requests} requests sent"
@@ -148,10 +161,12 @@ def analyze(
     backoff_s: float = 1.0,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     prices: dict[str, tuple[float, float]] | None = None,
+    context_tokens: int | None = None,
     progress: bool = False,
     log: Callable[[str], None] = lambda msg: None,
 ) -> Summary:
-    """`prices`: USD per million input and output tokens, for models litellm cannot price."""
+    """`prices`: USD per million input and output tokens, for models litellm cannot price;
+    `context_tokens`: the analyst's context window, for a model litellm does not know."""
     started = time.perf_counter()
     tax = load_taxonomy(taxonomy_file)
     classifier = classifier or (OFFLINE if analyst == OFFLINE else analyst)
@@ -172,7 +187,8 @@ def analyze(
         summary.recovered = _recover(path, log)
         _analyze(path, analyst, classifier, tax, prompt_version, summary, models, datasets, sample_ratio,
                  api_base=api_base, concurrency=concurrency, max_cost=max_cost, batch_size=batch_size,
-                 timeout=timeout, backoff_s=backoff_s, max_tokens=max_tokens, progress=progress, log=log)
+                 timeout=timeout, backoff_s=backoff_s, max_tokens=max_tokens, context_tokens=context_tokens,
+                 progress=progress, log=log)
     summary.seconds = time.perf_counter() - started
     return summary
 
@@ -186,7 +202,8 @@ def _recover(path, log) -> int:
 
 
 def _analyze(path, analyst, classifier, tax, prompt_version, summary, models, datasets, sample_ratio, *,
-             api_base, concurrency, max_cost, batch_size, timeout, backoff_s, max_tokens, progress, log) -> None:
+             api_base, concurrency, max_cost, batch_size, timeout, backoff_s, max_tokens, context_tokens, progress,
+             log) -> None:
     with write_session(path) as con:
         known_models, known_datasets = models_and_datasets(con)
         if not known_models:
@@ -202,8 +219,10 @@ def _analyze(path, analyst, classifier, tax, prompt_version, summary, models, da
     summary.selected = len(chosen)
     done_by_key = {d["key"]: d for d in done}
     done_by_pair = {d["pair_hash"]: d for d in done}
-    title_of: dict[tuple, str] = {failure_key(f): done_by_key[failure_key(f)]["error_title"] for f in chosen if failure_key(f) in done_by_key}
-    summary.previously_done = len(title_of)
+    # titles to classify: those of model errors (a failure that is not the model's fault has none)
+    title_of: dict[tuple, str] = {failure_key(f): done_by_key[failure_key(f)]["error_title"] for f in chosen
+                                  if failure_key(f) in done_by_key and done_by_key[failure_key(f)]["no_model_error"] is None}
+    summary.previously_done = sum(1 for f in chosen if failure_key(f) in done_by_key)
     pending = [f for f in chosen if failure_key(f) not in done_by_key]
 
     # an identical (input, output) pair analysed before (e.g. under another sample) is reused
@@ -215,8 +234,11 @@ def _analyze(path, analyst, classifier, tax, prompt_version, summary, models, da
             groups[ph] = members
             continue
         for f in members:
-            reuse.analyses.append(_analysis_row(f, analyst, prompt_version, ph, prior["error_title"], prior["error_summary"], prior["required_criteria"], prior["cache_key"]))
-            title_of[failure_key(f)] = prior["error_title"]
+            reuse.analyses.append(_analysis_row(f, analyst, prompt_version, ph, prior["error_title"], prior["error_summary"],
+                                                prior["required_criteria"], prior["cache_key"], prior["no_model_error"],
+                                                prior["context_note"]))
+            if prior["no_model_error"] is None:
+                title_of[failure_key(f)] = prior["error_title"]
     if reuse:
         with write_session(path) as con:
             save_batch(con, reuse)
@@ -241,7 +263,8 @@ def _analyze(path, analyst, classifier, tax, prompt_version, summary, models, da
         asyncio.run(_run_llm(
             path, analyst, classifier, tax, groups, correct, title_of, classified, summary,
             api_base=api_base, concurrency=concurrency, max_cost=max_cost, batch_size=batch_size,
-            timeout=timeout, backoff_s=backoff_s, max_tokens=max_tokens, progress=progress, log=log,
+            timeout=timeout, backoff_s=backoff_s, max_tokens=max_tokens, context_tokens=context_tokens,
+            progress=progress, log=log,
         ))
     else:
         _classify_offline_titles(path, tax, title_of, classified, summary, progress)
@@ -261,7 +284,7 @@ def _classify_offline_titles(path, tax: Taxonomy, title_of: dict, classified: di
 async def _run_llm(
     path, analyst: str, classifier: str, tax: Taxonomy, groups: dict[str, list[dict]], correct: dict,
     title_of: dict, classified: dict, summary: Summary, *, api_base, concurrency, max_cost, batch_size,
-    timeout, backoff_s, max_tokens, progress, log,
+    timeout, backoff_s, max_tokens, context_tokens, progress, log,
 ) -> None:
     clients: dict[str, LLMClient] = {}
 
@@ -281,7 +304,8 @@ async def _run_llm(
     try:
         try:
             if groups:
-                await _stage1(path, analyst, tax, groups, correct, title_of, summary, client_for, batch_size, progress, log, max_cost)
+                await _stage1(path, analyst, tax, groups, correct, title_of, summary, client_for, batch_size, progress, log, max_cost,
+                              context_tokens)
             if classifier != OFFLINE:
                 await _stage3(path, classifier, tax, title_of, classified, summary, client_for, batch_size, progress)
         except BudgetExhausted:
@@ -298,21 +322,27 @@ async def _run_llm(
                 setattr(summary.stats, name, getattr(summary.stats, name) + getattr(c.stats, name))
 
 
-async def _stage1(path, analyst, tax, groups, correct, title_of, summary, client_for, batch_size, progress, log, max_cost) -> None:
-    prepared = []
-    for ph, members in groups.items():
-        rep = members[0]
-        others = [c for c in correct.get((rep["dataset"], rep["instance_id"]), []) if c[0] != rep["model"]]
-        prepared.append((ph, members, analysis_messages(rep, others)))
-
+async def _stage1(path, analyst, tax, groups, correct, title_of, summary, client_for, batch_size, progress, log, max_cost,
+                  context_tokens=None) -> None:
     writer = Writer(path)
     client = client_for(analyst, writer, {})
-    keys = [client.key(ANALYSIS_PROMPT_VERSION, msgs, ANALYSIS_SCHEMA) for _, _, msgs in prepared]
+    budget = context_budget(analyst, client.max_tokens, context_tokens)
+    prepared = []
+    for ph, members in groups.items():
+        first = members[0]
+        others = [c for c in correct.get((first["dataset"], first["instance_id"]), []) if c[0] != first["model"]]
+        prepared.append((ph, members, *analysis_messages(first, others, budget)))
+    cut = sum(len(m) for _, m, _, note in prepared if note)
+    if cut:
+        log(f"{cut} failures' prompts exceed the {budget.describe()} and are cut (largest fields first, "
+            "head and tail kept; analyses.context_note says what was cut)")
+
+    keys = [client.key(ANALYSIS_PROMPT_VERSION, msgs, ANALYSIS_SCHEMA) for _, _, msgs, _ in prepared]
     with write_session(path) as con:
         cached = cached_responses(con, keys)
     client.cached.update(cached)
 
-    to_send = [msgs for (_, _, msgs), k in zip(prepared, keys) if k not in cached]
+    to_send = [msgs for (_, _, msgs, _), k in zip(prepared, keys) if k not in cached]
     estimates = [client.estimate_cost(m, "analysis") for m in to_send]
     if to_send and all(e is not None for e in estimates):
         n_batches = math.ceil(len(groups) / batch_size)
@@ -325,24 +355,31 @@ async def _stage1(path, analyst, tax, groups, correct, title_of, summary, client
     if to_send:
         await client.warm_up()
     writer.start()
-    bar = _bar(sum(len(m) for _, m, _ in prepared), "analysing", "failure", progress)
+    bar = _bar(sum(len(m) for _, m, _, _ in prepared), "analysing", "failure", progress)
     t0 = time.perf_counter()
 
-    async def one(ph: str, members: list[dict], msgs: list[dict]) -> None:
+    async def one(ph: str, members: list[dict], msgs: list[dict], context_note: str | None) -> None:
         try:
             answer, key, cache_row = await client.request(msgs, ANALYSIS_SCHEMA, ANALYSIS_PROMPT_VERSION, "analysis", parse_analysis)
         except (InvalidAnswer, LLMUnavailable):
             summary.unanalysed += len(members)
             bar.update(len(members))
             return
-        fa = answer.final_answer
-        criteria = json.dumps([c.model_dump() for c in answer.required_criteria])
+        title, summary_text, no_model_error = _outcome(answer.final_answer)
+        criteria = check_criteria([c.model_dump() for c in answer.required_criteria], members[0].get("output_text"))
+        summary.quotes += sum(c["evidence_verified"] is not None for c in criteria)
+        summary.unverified_quotes += sum(c["evidence_verified"] is False for c in criteria)
         writer.put(Batch(
             cache=[cache_row] if cache_row else [],
-            analyses=[_analysis_row(f, analyst, ANALYSIS_PROMPT_VERSION, ph, fa.error_title, fa.error_summary, criteria, key) for f in members],
+            analyses=[_analysis_row(f, analyst, ANALYSIS_PROMPT_VERSION, ph, title, summary_text, json.dumps(criteria), key,
+                                    no_model_error, context_note) for f in members],
         ))
-        for f in members:
-            title_of[failure_key(f)] = fa.error_title
+        if no_model_error is None:
+            for f in members:
+                title_of[failure_key(f)] = title
+        else:
+            summary.no_model_error += len(members)
+        summary.context_cut += len(members) if context_note else 0
         summary.analysed_now += len(members)
         bar.update(len(members))
 
@@ -354,18 +391,29 @@ async def _stage1(path, analyst, tax, groups, correct, title_of, summary, client
         summary.analysis_seconds = time.perf_counter() - t0
 
 
+def _outcome(fa) -> tuple[str, str, str | None]:
+    """(title, summary, no_model_error) to store for a stage-1 final answer: a failure that is not
+    the model's fault is titled and labelled No Model Error, its summary the analyst's reason."""
+    reason = fa.no_model_error
+    if reason is None:
+        return fa.error_title, fa.error_summary, None
+    return NO_MODEL_ERROR, fa.error_summary or f"{reason[0].upper()}{reason[1:]}.", reason
+
+
 async def _stage3(path, classifier, tax, title_of, classified, summary, client_for, batch_size, progress) -> None:
     todo = sorted(set(title_of.values()) - set(classified))
     if not todo:
         return
     with write_session(path) as con:
         cached = cached_for_prompt(con, classifier, CLASSIFY_PROMPT_VERSION)
+        summaries = title_summaries(con, todo)
     writer = Writer(path)
     client = client_for(classifier, writer, cached)
     writer.start()
     bar = _bar(len(todo), "classifying", "title", progress)
     try:
-        result: StageResult = await classify_llm(client, writer, tax, todo, batch_size, on_done=bar.update)
+        result: StageResult = await classify_llm(client, writer, tax, todo, batch_size, on_done=bar.update,
+                                                 summaries=summaries)
     finally:
         bar.close()
         await writer.close()
@@ -415,6 +463,8 @@ def _classify_titles_locked(path, unique, classifier, tax, summary, *, api_base,
     with write_session(path) as con:
         ensure_taxonomy(con, tax)
         known = classifications_of(con, tax.version, classifier)
+        # titles the store has analyses for are sent with a summary, as analyze sends them
+        summaries = title_summaries(con, [t for t in unique if t not in known])
     cats = {t: known[t][0] for t in unique if t in known}
     todo = [t for t in unique if t not in known]
 
@@ -427,7 +477,7 @@ def _classify_titles_locked(path, unique, classifier, tax, summary, *, api_base,
         writer.start()
         bar = _bar(len(todo), "classifying", "title", progress)
         try:
-            return await classify_llm(client, writer, tax, todo, batch_size, on_done=bar.update)
+            return await classify_llm(client, writer, tax, todo, batch_size, on_done=bar.update, summaries=summaries)
         finally:
             bar.close()
             await writer.close()

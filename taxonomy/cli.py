@@ -10,6 +10,7 @@ from store import FaultlineError
 
 from .budget import DEFAULT_MAX_TOKENS
 from .classify import DEFAULT_BATCH_SIZE, OFFLINE
+from .context import DEFAULT_CONTEXT_TOKENS
 
 # the analyst used when --analyst is omitted: the first provider with a key in the environment
 DEFAULT_MODELS = [
@@ -80,6 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--sample", type=_ratio, help="analyse this ratio of the failures of each (model, dataset) pair")
     a.add_argument("--models", nargs="+", default=[], metavar="M", help="only these models, as the logs name them")
     a.add_argument("--datasets", nargs="+", default=[], metavar="D", help="only these datasets")
+    a.add_argument("--context-tokens", type=_positive_int, metavar="N",
+                   help="the analyst's context window in tokens, for a model litellm does not know "
+                        f"(default: litellm's model info, else {DEFAULT_CONTEXT_TOKENS})")
     llm_options(a)
 
     c = sub.add_parser("classify", help="classify error titles read from stdin; prints title<TAB>category")
@@ -198,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
                 concurrency=args.concurrency, max_cost=args.max_cost, sample_ratio=args.sample,
                 models=args.models, datasets=args.datasets, classifier=args.classifier,
                 taxonomy_file=args.taxonomy, batch_size=args.batch_size, timeout=args.timeout,
-                max_tokens=args.max_tokens, prices=_prices(args.price),
+                max_tokens=args.max_tokens, prices=_prices(args.price), context_tokens=args.context_tokens,
                 progress=progress, log=lambda msg: print(msg, file=sys.stderr),
             )
             print(summary.line())

@@ -68,6 +68,12 @@ def failed_output_of(body: dict) -> str:
 
 
 def titles_of(body: dict) -> list[str]:
+    """The titles a stage-3 request asks about (sent as {"error_title", "error_summary"} items)."""
+    items = classify_items(body)
+    return [i["error_title"] if isinstance(i, dict) else i for i in items]
+
+
+def classify_items(body: dict) -> list:
     text = body["messages"][-1]["content"]
     m = re.search(r"TITLES TO CLASSIFY \(JSON\):\n(\[.*\])", text, re.S)
     return json.loads(m.group(1)) if m else []

@@ -255,8 +255,8 @@ def test_instances_detail_evidence_and_review(tmp_db, monkeypatch):
     html = [m.value for m in at.markdown if "pre-wrap" in m.value]
     assert html[0].count("<mark>") == 1 and "<mark>2&#43;3 &#61; 6</mark>" in html[0]
     found = [c.value for c in at.caption if c.value.startswith("evidence")]
-    assert found == ["evidence (found in the output)",
-                     "evidence (NOT found in the output: the analyst paraphrased)"]
+    assert found == ["evidence (verified: it occurs verbatim in the output)",
+                     "evidence (UNVERIFIED: not in the output verbatim; the analyst paraphrased)"]
     assert [c.value for c in at.code if "2+3" in c.value or "never wrote" in c.value] == [
         "2+3 = 6", "a quote the model never wrote"]
     assert any("adds wrong" in m.value and "Calculation Error" in m.value for m in at.markdown)
