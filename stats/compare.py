@@ -16,6 +16,7 @@ import polars as pl
 
 from store import FaultlineError
 from store import queries as q
+from store.analysis import NO_MODEL_ERROR
 
 from . import tests as t
 
@@ -149,7 +150,8 @@ def compare_frames(a, b, analyst, datasets, domains, paired: pl.DataFrame,
     b_fail_a_pass = paired.filter(pl.col("a_correct") & ~pl.col("b_correct"))
     a_only, b_only = total(a_fail_b_pass), total(b_fail_a_pass)
 
-    by = {(m, c): n for m, c, n in counts.select("model", "category", "count").iter_rows()}
+    # a failure found not to be the model's fault is no error type of it: not a category, not in the totals
+    by = {(m, c): n for m, c, n in counts.select("model", "category", "count").iter_rows() if c != NO_MODEL_ERROR}
     a_total = sum(n for (m, _), n in by.items() if m == a)
     b_total = sum(n for (m, _), n in by.items() if m == b)
     paired_a = dict(a_fail_b_pass.group_by("a_category").agg(pl.col("n").sum()).iter_rows())

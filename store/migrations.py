@@ -347,6 +347,27 @@ MIGRATIONS: list[tuple[str, str]] = [
         ALTER TABLE failure_labels ADD COLUMN no_model_error VARCHAR;
         """,
     ),
+    (
+        "011_verifications",
+        # A second LLM's verdict on an analysis (ErrorMap's meta-judge): does it correctly explain
+        # its failure? `analysed_at` names the analysis judged (its created_at), so a verdict
+        # never passes to a later analysis of the same failure.
+        """
+        CREATE TABLE verifications (
+            run_id VARCHAR NOT NULL,
+            instance_id VARCHAR NOT NULL,
+            train_trial_index INTEGER NOT NULL,
+            analyst VARCHAR NOT NULL,
+            analysed_at TIMESTAMP NOT NULL,
+            verifier VARCHAR NOT NULL,
+            prompt_version VARCHAR NOT NULL,
+            accepted BOOLEAN NOT NULL,
+            reason VARCHAR,
+            cache_key VARCHAR,
+            created_at TIMESTAMP NOT NULL
+        );
+        """,
+    ),
 ]
 
 

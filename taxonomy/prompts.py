@@ -166,6 +166,7 @@ _FIELD_LABELS = {
     "judges": "judge notes",
     "scoring": "scoring",
     "output": "failed output",
+    "analysis": "analysis under review",
 }
 
 
@@ -272,10 +273,11 @@ _TAGS = {
     "judges": "<judge_notes note=\"what the benchmark's own judges said about the failed output\">\n{}\n</judge_notes>",
     "scoring": "<scoring>\n{}\n</scoring>",
     "output": "<failed_output>\n{}\n</failed_output>",
+    "analysis": "<analysis_under_review>\n{}\n</analysis_under_review>",
 }
 
 
-def _user_text(fields: dict[str, str], mapped_output: str | None) -> str:
+def _user_text(fields: dict[str, str], mapped_output: str | None, closing: str) -> str:
     parts = []
     for key in _FIELD_LABELS:
         if key not in fields:
@@ -284,23 +286,33 @@ def _user_text(fields: dict[str, str], mapped_output: str | None) -> str:
             parts.append(f"<correct_output_of_another_model n=\"{key[-1]}\">\n{fields[key]}\n</correct_output_of_another_model>")
         else:
             parts.append(_TAGS[key].format(fields[key]))
-    if mapped_output:
-        parts.append(f"The failed output was read as the answer: {mapped_output}")
-    parts.append("Identify the first major error of the failed output, or say why it is not the model's fault.")
+        if key == "output" and mapped_output:
+            parts.append(f"The failed output was read as the answer: {mapped_output}")
+    parts.append(closing)
     return "\n\n".join(parts)
 
 
-def analysis_messages(rec: dict, correct: list[tuple[str, str]], budget: ContextBudget | None = None) -> tuple[list[dict], str | None]:
-    """The stage-1 request for one failure and its context note; `correct` = [(model, output)] of
-    other models that passed. Nothing is cut unless the whole prompt exceeds `budget`."""
+def failure_messages(system: str, fields: dict[str, str], rec: dict, closing: str,
+                     budget: ContextBudget | None) -> tuple[list[dict], str | None]:
+    """A request about one failure from its fields, and its context note: nothing is cut unless
+    the whole prompt exceeds `budget` (context.fit states the rule)."""
     def messages(f: dict[str, str]) -> list[dict]:
-        return [{"role": "system", "content": ANALYSIS_SYSTEM}, {"role": "user", "content": _user_text(f, rec.get("mapped_output"))}]
+        return [{"role": "system", "content": system},
+                {"role": "user", "content": _user_text(f, rec.get("mapped_output"), closing)}]
 
     def tokens(f: dict[str, str]) -> int:
         return sum(budget.count(m["content"]) for m in messages(f))
 
-    fields, note = fit(analysis_fields(rec, correct), tokens, budget, _FIELD_LABELS)
+    fields, note = fit(fields, tokens, budget, _FIELD_LABELS)
     return messages(fields), note
+
+
+def analysis_messages(rec: dict, correct: list[tuple[str, str]], budget: ContextBudget | None = None) -> tuple[list[dict], str | None]:
+    """The stage-1 request for one failure and its context note; `correct` = [(model, output)] of
+    other models that passed."""
+    return failure_messages(ANALYSIS_SYSTEM, analysis_fields(rec, correct), rec,
+                            "Identify the first major error of the failed output, or say why it is not the model's fault.",
+                            budget)
 
 
 def _json_text(text: str) -> str:
