@@ -4,7 +4,7 @@ with its evidence, and human review of the classification."""
 import streamlit as st
 
 import ui
-from store import FaultlineError, queries as q
+from store import FaultlineError, analysis as sa, queries as q
 from ui import agreement, columns, evidence, review
 from ui.text import clip, cut_note, md, show
 from ui.urlstate import warn_unknown
@@ -88,6 +88,7 @@ if refs:
 else:
     st.caption("The log gives no reference.")
 
+verdicts = ui.load(sa.question_verdicts, dataset=dataset, instance_id=instance_id, analyst=analyst) if analyst else []
 st.subheader("Outputs")
 for col, row in zip(st.columns(len(detail)), detail):
     with col:
@@ -106,6 +107,9 @@ for col, row in zip(st.columns(len(detail)), detail):
             st.markdown(f"**{md(row['error_title'])}** → *{md(row['category'] or 'not classified yet')}*")
             st.caption(f"analyst {md(row['analyst'])} · taxonomy {md(row['taxonomy_version'] or '—')}")
             st.markdown(md(row["error_summary"], 4000))
+            for v in (v for v in verdicts if v["run_id"] == row["run_id"]):
+                st.caption(f"verified by {md(v['verifier'])}: " + ("accepted" if v["accepted"] else "REJECTED")
+                           + (f" — {md(v['reason'])}" if v["reason"] else ""))
             for c in criteria:
                 found = evidence.locate(row["output_text"] or "", c.get("evidence") or "") is not None
                 with st.container(border=True):

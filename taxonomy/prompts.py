@@ -177,6 +177,9 @@ def render_input(rec: dict) -> str:
     return "\n".join(f"[{m.get('role', '?')}] {m.get('content', '')}" for m in msgs)
 
 
+_ROLE_HEADER = re.compile(r"(?m)^\[(?:system|developer|user|assistant|tool)\] ")
+
+
 def _norm(text: str) -> str:
     return " ".join(re.findall(r"\w+", text.casefold()))
 
@@ -245,8 +248,10 @@ def analysis_fields(rec: dict, correct: list[tuple[str, str]]) -> dict[str, str]
     refs = rec.get("refs") or []
     input_text = render_input(rec)
     prompt = rec.get("prompt_text") or ""
-    # the prompt as sent only when it says more than the input and the instructions
-    if _norm(prompt) in (_norm(input_text), _norm((rec.get("instructions") or "") + " " + input_text)):
+    # the prompt as sent only when it says more than the instructions and the input (the role
+    # headers of a rendered conversation aside)
+    bare = _norm(_ROLE_HEADER.sub("", prompt))
+    if bare in (_norm(input_text), _norm((rec.get("instructions") or "") + " " + input_text)):
         prompt = ""
     fields = {
         "instructions": rec.get("instructions") or "",
@@ -286,7 +291,7 @@ def _user_text(fields: dict[str, str], mapped_output: str | None, closing: str) 
             parts.append(f"<correct_output_of_another_model n=\"{key[-1]}\">\n{fields[key]}\n</correct_output_of_another_model>")
         else:
             parts.append(_TAGS[key].format(fields[key]))
-        if key == "output" and mapped_output:
+        if key == "output" and mapped_output and mapped_output.strip() != fields["output"].strip():
             parts.append(f"The failed output was read as the answer: {mapped_output}")
     parts.append(closing)
     return "\n\n".join(parts)
