@@ -8,7 +8,7 @@ import streamlit as st
 
 import ui
 from store import queries as q
-from ui import agreement, columns
+from ui import agreement, columns, suspects
 from ui.text import md
 from ui.urlstate import warn_unknown
 
@@ -60,5 +60,6 @@ if category:
     st.page_link("pages/instances.py", label=f"Open the {md(category)} failures →", icon=":material/open_in_new:",
                  query_params={**f.params(), "category": category, "outcome": "failed",
                                "analyst": analyst})
+suspects.panel(f, analyst)
 against = agreement.panel(analyst, f)
 ui.share_link("/taxonomy", {**f.params(), "analyst": analyst, "category": category, "against": against})

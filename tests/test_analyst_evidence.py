@@ -145,7 +145,7 @@ def test_nothing_under_the_budget_is_cut_and_an_over_budget_prompt_is_cut_by_the
     assert sum(count(m["content"]) for m in big["messages"]) <= budget
 
 
-def test_an_empty_answer_is_no_model_error_never_retried_never_classified_and_not_a_compare_category(safety_db, llm_env):
+def test_an_empty_answer_is_no_model_error_never_retried_never_classified_and_not_a_compare_category(safety_db, llm_env, monkeypatch):
     # the scripted analyst finds no error in the four e-mails that start with "Subject:"
     with FakeLLMServer(no_error=lambda out: out.lstrip().startswith("Subject:")) as srv:
         summary = run(safety_db, srv)
@@ -169,6 +169,27 @@ def test_an_empty_answer_is_no_model_error_never_retried_never_classified_and_no
     # mixtral: 8 failures, 3 not its fault → 5 model errors; gpt-4o: 3 failures, 2 not its fault → 1
     assert sum(c["a_count"] for c in cats.values()) == 5 and sum(c["b_count"] for c in cats.values()) == 1
     assert all(c["a_share"] == c["a_count"] / 5 for c in cats.values())
+
+    # /taxonomy counts them for the benchmark's creators, question by question
+    at = _page(monkeypatch, safety_db, "pages/taxonomy.py", analyst=MODEL)
+    assert "**5 failures look like scoring or reference problems**" in [m.value for m in at.markdown]
+    suspects = next(d.value for d in at.dataframe if "why" in d.value.columns)
+    assert sorted(zip(suspects["dataset"], suspects["instance_id"], suspects["failures"])) == [
+        ("simple_safety_tests", "id59", 1), ("simple_safety_tests", "id72", 2), ("simple_safety_tests", "id74", 1),
+        ("simple_safety_tests", "id99", 1)]
+
+
+def _page(monkeypatch, db, page: str, **params):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("FAULTLINE_DB", str(db))
+    monkeypatch.delenv("FAULTLINE_READ_ONLY", raising=False)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.switch_page(page)
+    at.query_params.update(params)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
 
 
 def test_verify_reports_the_acceptance_rate_a_hand_count_gives(safety_db, server):
@@ -240,17 +261,9 @@ def test_verify_refuses_the_offline_verifier_and_an_unknown_analyst(safety_db, s
 
 
 def test_instances_page_marks_verdicts_and_unverified_quotes(safety_db, server, monkeypatch):
-    from streamlit.testing.v1 import AppTest
-
     run(safety_db, server)
     verify(safety_db, VERIFIER, api_base=server.api_base, timeout=5.0)
-    monkeypatch.setenv("FAULTLINE_DB", str(safety_db))
-    monkeypatch.delenv("FAULTLINE_READ_ONLY", raising=False)
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    at.switch_page("pages/instances.py")
-    at.query_params.update({"instance": "simple_safety_tests:id72", "analyst": MODEL})
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
+    at = _page(monkeypatch, safety_db, "pages/instances.py", instance="simple_safety_tests:id72", analyst=MODEL)
     out = q(safety_db, """SELECT p.output_text FROM predictions p JOIN runs r USING (run_id)
                           WHERE r.model = ? AND p.instance_id = 'id72'""", [MIXTRAL])[0][0]
     accepted = title_for(out) not in REJECTED_TITLES
@@ -259,3 +272,35 @@ def test_instances_page_marks_verdicts_and_unverified_quotes(safety_db, server, 
     assert len(verdicts) == 2  # mixtral's and gpt-4o's failures on id72
     assert any(c.startswith("verified by openai/test\\-verifier: " + ("accepted" if accepted else "REJECTED")) for c in verdicts)
     assert captions.count("evidence (UNVERIFIED: not in the output verbatim; the analyst paraphrased)") == 2
+
+
+def test_suspect_items_join_no_model_error_failures_and_unanimous_wrong_answers(tmp_db):
+    from seed_store import seed
+    from store import write_session
+    from store.agreement import suspect_items
+    from store.analysis import refresh_labels
+
+    rows = []
+    for model, q1, q2, q3_ok in (("M1", "Lyon", "x", False), ("M2", "Lyon", "y", True), ("M3", " Lyon ", "z", True)):
+        rows += [dict(model=model, dataset="geo", instance_id="q1", is_correct=False, output=q1, title="Names the wrong city"),
+                 dict(model=model, dataset="geo", instance_id="q2", is_correct=False, output=q2, title="Wrong"),
+                 dict(model=model, dataset="geo", instance_id="q3", is_correct=q3_ok, output="40.00",
+                      title=None if q3_ok else "No Model Error")]
+    seed(tmp_db, rows)
+    with write_session(tmp_db) as con:
+        con.execute("UPDATE analyses SET no_model_error = 'the output matches a reference' WHERE error_title = 'No Model Error'")
+        con.execute("UPDATE analyses SET no_model_error = 'the reference is wrong or ambiguous' "
+                    "WHERE error_title = 'Names the wrong city' AND run_id LIKE '%M2%'")
+        refresh_labels(con)
+        frame = suspect_items(con, "offline")
+        without_analyst = suspect_items(con, None)
+    assert frame.to_dicts() == [
+        # every model answers "Lyon" (one with spaces around it); M2's failure was also found not its fault
+        {"dataset": "geo", "instance_id": "q1", "failures": 3,
+         "why": "every model fails with the same answer (3 models); not a model error: the reference is wrong or ambiguous",
+         "answer": "Lyon", "models": "M1, M2, M3"},
+        {"dataset": "geo", "instance_id": "q3", "failures": 1, "why": "not a model error: the output matches a reference",
+         "answer": None, "models": "M1"},
+    ]
+    assert sum(frame["failures"]) == 4
+    assert without_analyst["instance_id"].to_list() == ["q1"]
