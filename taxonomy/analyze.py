@@ -89,11 +89,7 @@ class Summary:
             + f"; {self.titles_classified} titles classified by {self.classifier}"
             + (f" ({self.fallbacks} fell back to Other)" if self.fallbacks else "")
             + (f", {self.unclassified} left unclassified" if self.unclassified else "")
-            + f"; {s.requests} requests sent"
-            + (f" ({s.failed_requests} failed and retried)" if s.failed_requests else "")
-            + f", {s.cache_hits} cache hits"
-            + (f", {self.recovered} answers recovered from an earlier run's journal" if self.recovered else "")
-            + f"; tokens {s.prompt_tokens} in / {s.completion_tokens} out;"
+            + f"; {calls_text(s, self.recovered)};"
             + f" cost ${s.cost_usd:.4f}{self._cost_note()}; {self.seconds:.1f} s"
         )
         return text
@@ -117,6 +113,17 @@ class Summary:
             + ";"
             + f" tokens {s.prompt_tokens} in / {s.completion_tokens} out; cost ${s.cost_usd:.4f}; {self.seconds:.1f} s"
         )
+
+
+def calls_text(s: Stats, recovered: int) -> str:
+    """What a run sent and received, for its summary line."""
+    return (
+        f"{s.requests} requests sent"
+        + (f" ({s.failed_requests} failed and retried)" if s.failed_requests else "")
+        + f", {s.cache_hits} cache hits"
+        + (f", {recovered} answers recovered from an earlier run's journal" if recovered else "")
+        + f"; tokens {s.prompt_tokens} in / {s.completion_tokens} out"
+    )
 
 
 def ensure_taxonomy(con, tax: Taxonomy) -> None:

@@ -73,7 +73,7 @@ def context_budget(model: str, max_tokens: int, context_tokens: int | None = Non
         window, source = context_tokens, "--context-tokens"
     else:
         window = model_window(model)
-        source = "litellm's model info" if window else f"the default for models litellm does not know"
+        source = "litellm's model info" if window else "the default for models litellm does not know"
         window = window or DEFAULT_CONTEXT_TOKENS
     reserve = min(max_tokens, window // 2)
     return ContextBudget(max(1, window - reserve - MARGIN_TOKENS), window, source, token_counter(model))

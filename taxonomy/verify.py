@@ -153,6 +153,8 @@ class VerifySummary:
                 "not_verified": self.selected - self.n}
 
     def line(self) -> str:
+        from .analyze import calls_text
+
         s = self.stats
         if self.n:
             lo, hi = self.ci
@@ -164,11 +166,7 @@ class VerifySummary:
             head + f"; {self.verified_now} verified now, {self.previously_verified} earlier"
             + (f", {self.unverified} without a valid answer" if self.unverified else "")
             + (f"; {self.context_cut} prompts cut to fit the verifier's context" if self.context_cut else "")
-            + f"; {s.requests} requests sent"
-            + (f" ({s.failed_requests} failed and retried)" if s.failed_requests else "")
-            + f", {s.cache_hits} cache hits"
-            + (f", {self.recovered} answers recovered from an earlier run's journal" if self.recovered else "")
-            + f"; tokens {s.prompt_tokens} in / {s.completion_tokens} out; cost ${s.cost_usd:.4f}; {self.seconds:.1f} s"
+            + f"; {calls_text(s, self.recovered)}; cost ${s.cost_usd:.4f}; {self.seconds:.1f} s"
         )
 
 

@@ -9,36 +9,20 @@ import duckdb
 import pytest
 from scipy.stats import binomtest
 
-from conftest import ROOT, q, run_module
+from conftest import q, run_module
 from evidence_logs import GRADER, INSTRUCTIONS, REFERENCE, SYSTEM, inspect_graded_log, jury_explanation, medhelm_suite
 from ingest import ingest_paths
 from ingest.options import ReadOptions
 from ingest.passfail import PassConfig
 from llm_server import REJECTED_TITLES, FakeLLMServer, failed_output_of, title_for, titles_of
-from taxonomy import analyze
 from taxonomy.context import MARGIN_TOKENS, token_counter
+from test_pages import run_page
+from test_taxonomy_llm import MODEL, llm_env, run, server  # noqa: F401 (fixtures)
 from taxonomy.verify import verify
 
-MODEL = "openai/test-model"
 VERIFIER = "openai/test-verifier"
 MIXTRAL = "mistralai/mixtral-8x22b-instruct-v0.1"
 GPT4O = "openai/gpt-4o-2024-05-13"
-
-
-@pytest.fixture
-def llm_env(monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
-    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-
-
-@pytest.fixture
-def server(llm_env):
-    with FakeLLMServer() as srv:
-        yield srv
-
-
-def run(db, srv, model=MODEL, **kw):
-    return analyze(db, model, api_base=srv.api_base, concurrency=4, timeout=5.0, backoff_s=0.01, **kw)
 
 
 def prompts(srv) -> list[str]:
@@ -180,16 +164,9 @@ def test_an_empty_answer_is_no_model_error_never_retried_never_classified_and_no
 
 
 def _page(monkeypatch, db, page: str, **params):
-    from streamlit.testing.v1 import AppTest
-
     monkeypatch.setenv("FAULTLINE_DB", str(db))
     monkeypatch.delenv("FAULTLINE_READ_ONLY", raising=False)
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    at.switch_page(page)
-    at.query_params.update(params)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return run_page(page, **params)
 
 
 def test_verify_reports_the_acceptance_rate_a_hand_count_gives(safety_db, server):
