@@ -60,6 +60,6 @@ if category:
     st.page_link("pages/instances.py", label=f"Open the {md(category)} failures →", icon=":material/open_in_new:",
                  query_params={**f.params(), "category": category, "outcome": "failed",
                                "analyst": analyst})
-suspects.panel(f, analyst)
 against = agreement.panel(analyst, f)
+suspects.panel(f, analyst)
 ui.share_link("/taxonomy", {**f.params(), "analyst": analyst, "category": category, "against": against})

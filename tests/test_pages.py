@@ -403,7 +403,8 @@ def test_links_to_instance_details(labelled_mmlu):
     assert first["open"] == ("instances?instance=mmlu%3A" + first["instance_id"].replace("/", "%2F")
                              + "&models=groq%2Fllama3-8b-8192&models=together%2FLlama-3-70b-chat-hf"
                              + "&analyst=offline")
-    tax = run_page("pages/taxonomy.py", category="Factual Error").dataframe[-1].value
+    tax = next(d.value for d in run_page("pages/taxonomy.py", category="Factual Error").dataframe
+               if "error_title" in d.value.columns)
     title = tax["error_title"].iloc[0]
     rows = run_page("pages/instances.py", category="Factual Error", outcome="failed",
                     text=title).dataframe[0].value
