@@ -27,11 +27,12 @@ from typing import Any, Iterator
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from .errors import MALFORMED, IngestError, malformed
+from .evidence import EXPLANATION_FIELDS, common, judge_score, positive_int, render_messages, system_text
 from .jsonio import expect, load_json, load_jsonl
 from .options import ReadOptions
 from .passfail import HarnessAggregate, agreement, lookup, make_rule
 from .names import canonical_dataset, question_hash
-from .records import InstanceRecord, ParsedRun, PredictionRecord, Reference, RunRecord, Skipped
+from .records import InstanceRecord, JudgeNote, ParsedRun, PredictionRecord, Reference, RunRecord, Skipped
 from .walk import files_below
 
 FORMAT = "eee"
@@ -145,6 +146,7 @@ class _Loose(BaseModel):
 
 class _Input(_Loose):
     raw: str
+    formatted: str | None = None
     reference: list[str] = []
     choices: list[str] | None = None
 
@@ -174,6 +176,7 @@ class _Sample(_Loose):
     messages: list[dict[str, Any]] | None = None
     answer_attribution: list[dict[str, Any]] | None = None
     evaluation: _Evaluation
+    token_usage: dict[str, Any] | None = None
     error: str | None = None
     metadata: dict[str, Any] | None = None
 
@@ -326,6 +329,8 @@ def _build_run(unit, aggregate, result, remark, evaluation_id, model_id, result_
                 is_correct=verdict,
                 infra_error=infra,
                 error_message=sample.error if infra else None,
+                judge_notes=_judge_notes(sample),
+                output_tokens=positive_int((sample.token_usage or {}).get("output_tokens")),
             )
         )
     seen: set[tuple[str, int]] = set()
@@ -357,6 +362,8 @@ def _build_run(unit, aggregate, result, remark, evaluation_id, model_id, result_
         **(rule.run_fields() if thresholded else _is_correct_fields(min_score, max_score, lower_is_better)),
         main_split=main_split or _only_split(instances.values()),
         settings={k: v for k, v in settings.items() if v is not None},
+        instructions=common(system_text(s.messages) for _, s in rows),
+        max_tokens=positive_int(_dict(_dict(result.get("generation_config")).get("generation_args")).get("max_tokens")),
         **_harness(result, aggregate, metric_config, main_split, instances, predictions, metric or "is_correct", remark),
     )
     # verdicts all from the threshold: the scale is settled with the dataset's column at load
@@ -369,6 +376,34 @@ def _is_correct_fields(min_score: float, max_score: float | None, lower_is_bette
         "metric_min": min_score if max_score is not None else None, "metric_max": max_score,
         "lower_is_better": lower_is_better, "verdict_rule": "the record's own evaluation.is_correct",
     }
+
+
+# ---------------------------------------------------------------- evidence beyond the score
+
+
+def _prompt_text(sample: _Sample) -> str | None:
+    """What the model saw: `input.formatted` (chat template, CoT and all), else the messages
+    before its last answer."""
+    if sample.input.formatted:
+        return sample.input.formatted
+    messages = sample.messages or []
+    last = max((n for n, m in enumerate(messages) if m.get("role") == "assistant"), default=len(messages))
+    return render_messages(messages[:last])
+
+
+def _judge_notes(sample: _Sample) -> list[JudgeNote] | None:
+    """The evaluation's own words: a written reason among its fields (producers add them beside
+    score and is_correct), and answers extracted by an LLM judge."""
+    notes = []
+    extra = sample.evaluation.model_extra or {}
+    reasons = [str(extra[k]).strip() for k in EXPLANATION_FIELDS if isinstance(extra.get(k), str) and extra[k].strip()]
+    if reasons:
+        notes.append(JudgeNote(judge="evaluation", score=judge_score(sample.evaluation.score), explanation="\n".join(reasons)))
+    for a in sample.answer_attribution or []:
+        if isinstance(a, dict) and a.get("extraction_method") == "llm_judge" and a.get("extracted_value") is not None:
+            notes.append(JudgeNote(judge="llm_judge", criterion="answer extraction",
+                                   explanation=f"read the answer as {a['extracted_value']!r} from {a.get('source') or 'the output'}"))
+    return notes or None
 
 
 def _instance(sample: _Sample, meta: dict, result_split: str | None, domain: str | None) -> InstanceRecord:
@@ -390,6 +425,7 @@ def _instance(sample: _Sample, meta: dict, result_split: str | None, domain: str
         refs=[Reference(text=r, correct=True) for r in sample.input.reference],
         choices=choice_map,
         question_hash=question_hash(sample.input.raw),
+        prompt_text=_prompt_text(sample),
     )
 
 

@@ -24,6 +24,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from . import helm_table
 from .errors import MALFORMED, IngestError, malformed
+from .evidence import annotation_notes, positive_int, render_messages
 from .jsonio import expect, load_json
 from .names import canonical_dataset, question_hash
 from .options import ReadOptions
@@ -156,6 +157,7 @@ def read_run(run_dir: Path, schema: SuiteSchema | None, options: ReadOptions) ->
     display_file = run_dir / "display_predictions.json"
     instances_file = run_dir / "instances.json"
     state_file = run_dir / "scenario_state.json"
+    state: dict = {}
     if display_file.is_file() and instances_file.is_file():
         raw_instances = expect(load_json(instances_file, hasher), list, str(instances_file))
         raw_preds = expect(load_json(display_file, hasher), list, str(display_file))
@@ -179,6 +181,9 @@ def read_run(run_dir: Path, schema: SuiteSchema | None, options: ReadOptions) ->
         _merge_stats(expect(load_json(stats_file, hasher), list, str(stats_file)), stats_file)
         if stats_file.is_file() else {}
     )
+
+    prompts = _request_prompts(run_dir / "display_requests.json", state, hasher)
+    finishes = _finish_reasons(state)
 
     method = adapter.get("method")
     instances_where = instances_file if completions is None else state_file
@@ -228,6 +233,7 @@ def read_run(run_dir: Path, schema: SuiteSchema | None, options: ReadOptions) ->
                 "refs": refs,
                 "choices": choices,
                 "question_hash": question_hash(text if text is not None else _last_user(inp.get("messages"))),
+                "prompt_text": prompts.get((raw_id, pert)),
             }
         )
     instances = _validate(_INSTANCES, inst_rows, f"{instances_where}: instance")
@@ -289,6 +295,9 @@ def read_run(run_dir: Path, schema: SuiteSchema | None, options: ReadOptions) ->
                 "infra_error": bool(failed),
                 "error_message": failed or None,
                 "verdict_note": note,
+                "judge_notes": annotation_notes(pred.get("annotations")),
+                "finish_reason": _finish_reason(stats) or finishes.get(key),
+                "output_tokens": positive_int(stats.get("num_output_tokens")),
             }
         )
     rule = make_rule(metric, source, override, lower_is_better=lower, evidence=_jury_scales(metric, schema, spec))
@@ -328,12 +337,92 @@ def read_run(run_dir: Path, schema: SuiteSchema | None, options: ReadOptions) ->
         **rule.run_fields(),
         main_split=main_split,
         settings={k: v for k, v in settings.items() if v is not None},
+        instructions=helm_instructions(adapter),
+        max_tokens=positive_int(adapter.get("max_tokens")),
         **harness,
     )
     notes = [f"{run_dir}: {repeated} repeated prediction(s) stored once"] if repeated else []
     if blocked := sum(1 for r in rows if r["verdict_note"]):
         notes.append(f"{run_dir}: {blocked} failed request(s) HELM scored anyway, counted as HELM counts them (predictions.verdict_note)")
     return ParsedRun(run=run, instances=instances, predictions=predictions, notes=notes, n_nonfinite=n_nonfinite, rule=rule)
+
+
+# ---------------------------------------------------------------- evidence beyond the score
+
+
+def helm_instructions(adapter: dict) -> str | None:
+    """What every prompt of the run told the model, as HELM's adapter builds prompts
+    (global prefix + instructions, then per example input prefix + input + input suffix, the
+    choices after the reference prefix, the output prefix, then the global suffix): the
+    instructions in their own words, and the prompt layout when it has one."""
+    def field(name: str) -> str:
+        value = adapter.get(name)
+        return value if isinstance(value, str) else ""
+
+    lines = []
+    head = (field("global_prefix") + field("instructions")).strip()
+    if head:
+        lines.append(head)
+    layout = [f"{label} {json.dumps(field(name), ensure_ascii=False)}"
+              for name, label in (("input_prefix", "input prefix"), ("input_suffix", "input suffix"),
+                                  ("reference_prefix", "choices labelled like"),
+                                  ("output_prefix", "output prefix"),
+                                  ("chain_of_thought_prefix", "chain-of-thought prefix"))
+              if field(name).strip()
+              and (name != "reference_prefix" or str(adapter.get("method") or "").startswith("multiple_choice"))]
+    if layout:
+        lines.append("Prompt layout (HELM adapter): " + ", ".join(layout) + ".")
+    tail = field("global_suffix").strip()
+    if tail:
+        lines.append(f"Every prompt ends with: {tail}")
+    return "\n".join(lines) or None
+
+
+def _request_prompts(display_requests: Path, state: dict, hasher: "hashlib._Hash") -> dict[tuple, str]:
+    """(raw instance id, perturbation) → the prompt sent for it (its first trial's), from
+    display_requests.json, else the request states."""
+    if display_requests.is_file():
+        entries = load_json(display_requests, hasher)
+        requests = [(e, e.get("request")) for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
+    else:
+        requests = [(rs.get("instance") or {}, rs.get("request")) for rs in state.get("request_states") or []
+                    if isinstance(rs, dict)]
+        requests = [({"instance_id": inst.get("id"), "perturbation": inst.get("perturbation")}, req)
+                    for inst, req in requests if isinstance(inst, dict)]
+    prompts: dict[tuple, str] = {}
+    for entry, request in requests:
+        if not isinstance(request, dict):
+            continue
+        prompt = request.get("prompt") if isinstance(request.get("prompt"), str) and request.get("prompt") else None
+        prompt = prompt or render_messages(request.get("messages"))
+        if prompt:
+            prompts.setdefault((str(entry.get("instance_id")), _perturbation_key(entry.get("perturbation"))), prompt)
+    return prompts
+
+
+def _finish_reason(stats: dict) -> str | None:
+    """HELM's per-instance finish_reason_<why> stat that is 1."""
+    for name, value in stats.items():
+        # "unknown": the provider did not say, which is no reason
+        if name.startswith("finish_reason_") and name != "finish_reason_unknown" and value == 1:
+            return name[len("finish_reason_"):]
+    return None
+
+
+def _finish_reasons(state: dict) -> dict[tuple, str]:
+    """(raw instance id, perturbation, trial) → the completion's finish reason in the request states."""
+    out: dict[tuple, str] = {}
+    for rs in state.get("request_states") or []:
+        if not isinstance(rs, dict):
+            continue
+        completions = (rs.get("result") or {}).get("completions") or []
+        reason = completions[0].get("finish_reason") if completions and isinstance(completions[0], dict) else None
+        reason = reason.get("reason") if isinstance(reason, dict) else reason
+        inst = rs.get("instance") or {}
+        if isinstance(reason, str) and reason != "unknown" and isinstance(inst, dict):
+            key = (str(inst.get("id")), _perturbation_key(inst.get("perturbation")), str(rs.get("train_trial_index", 0)))
+            out.setdefault(key, reason)
+    return out
 
 
 def _main_split(schema: SuiteSchema | None, headline: helm_table.Headline | None, groups: list[str], splits: list[str | None]) -> str | None:

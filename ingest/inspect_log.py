@@ -28,19 +28,20 @@ from typing import Any, Iterator
 from pydantic import ValidationError
 
 from .errors import IngestError, read_each
+from .evidence import common, judge_score, positive_int, render_messages, system_text
 from .jsonio import TOO_DEEP, expect, load_json
 from .limits import ArchiveReader, Limits
 from .names import canonical_dataset, question_hash
 from .options import ReadOptions
 from .passfail import HarnessAggregate, Scale, agreement, is_finite, make_rule
-from .records import InstanceRecord, ParsedRun, PredictionRecord, Reference, RunRecord
+from .records import InstanceRecord, JudgeNote, ParsedRun, PredictionRecord, Reference, RunRecord
 from .walk import matching_files
 
 FORMAT = "inspect"
 LETTER_VALUES = {"C": 1.0, "P": 0.5, "I": 0.0, "N": 0.0}
 WORD_VALUES = {"yes": 1.0, "true": 1.0, "no": 0.0, "false": 0.0}
 ATTACHMENT = "attachment://"
-READ_FIELDS = ("id", "epoch", "input", "target", "choices", "output", "scores", "metadata", "error")
+READ_FIELDS = ("id", "epoch", "input", "target", "choices", "output", "scores", "metadata", "error", "messages")
 SAMPLE_NAME = re.compile(r"^samples/(?P<id>.+)_epoch_(?P<epoch>\d+)\.json$")
 
 
@@ -162,6 +163,8 @@ def read_log(path: Path, options: ReadOptions) -> ParsedRun:
         main_metric_source=rule.source if scorer else "none",
         **rule.run_fields(),
         settings={k: v for k, v in settings.items() if v is not None},
+        instructions=common(system_text(s.get("messages")) for _, s in log.samples),
+        max_tokens=_max_tokens(log.header),
         **harness,
     )
     return ParsedRun(
@@ -188,6 +191,55 @@ def _accuracy_scale(header: dict, scorer: str | None) -> list[Scale]:
         if isinstance(metrics, dict) and "accuracy" in metrics:
             return [Scale(0.0, 1.0, "inspect accuracy", f"the log's accuracy metric for {scorer} (0–1 correctness)")]
     return []
+# ---------------------------------------------------------------- evidence beyond the score
+
+
+def _max_tokens(header: dict) -> int | None:
+    """The generation limit of the eval (its model's generate config, else the plan's)."""
+    eval_spec = header.get("eval") if isinstance(header.get("eval"), dict) else {}
+    plan = header.get("plan") if isinstance(header.get("plan"), dict) else {}
+    for config in (eval_spec.get("model_generate_config"), plan.get("config")):
+        if isinstance(config, dict) and config.get("max_tokens") is not None:
+            return positive_int(config["max_tokens"])
+    return None
+
+
+def _prompt_text(messages: Any) -> str | None:
+    """The conversation the model answered: every message before its final answer (the system
+    message and the user message as the solvers rendered them, e.g. a multiple-choice template)."""
+    if not isinstance(messages, list):
+        return None
+    last = max((n for n, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "assistant"), default=len(messages))
+    return render_messages(messages[:last])
+
+
+def _judge_notes(scores: dict, output: str | None) -> list[JudgeNote] | None:
+    """Each scorer's value and explanation (left out when it only repeats the output, as the
+    choice and match scorers do) and the scalar fields of its metadata."""
+    notes = []
+    for name, score in scores.items():
+        if not isinstance(score, dict):
+            continue
+        texts = []
+        explanation = score.get("explanation")
+        if isinstance(explanation, str) and explanation.strip() and explanation.strip() != (output or "").strip():
+            texts.append(explanation.strip())
+        metadata = score.get("metadata") if isinstance(score.get("metadata"), dict) else {}
+        texts += [f"{k}: {v}" for k, v in metadata.items() if isinstance(v, (str, int, float, bool)) and str(v).strip()]
+        value = judge_score(score.get("value"))
+        if value is not None or texts:
+            notes.append(JudgeNote(judge=str(name), score=value, explanation="\n".join(texts) or None))
+    return notes or None
+
+
+def _finish(output: Any) -> tuple[str | None, int | None]:
+    """Why generation stopped (Inspect's stop_reason) and the output tokens it used."""
+    if not isinstance(output, dict):
+        return None, None
+    choices = output.get("choices") or []
+    reason = choices[0].get("stop_reason") if choices and isinstance(choices[0], dict) else None
+    usage = output.get("usage") if isinstance(output.get("usage"), dict) else {}
+    return (reason if isinstance(reason, str) and reason != "unknown" else None), positive_int(usage.get("output_tokens"))
 
 
 def _nonfinite(value: Any) -> bool:
@@ -307,6 +359,7 @@ def _sample(sample: dict, scorer: str | None, where: str) -> tuple[InstanceRecor
     value = main.get("value") if isinstance(main, dict) else None
     error = sample.get("error")
     output, thinking = _output(sample.get("output"))
+    finish_reason, output_tokens = _finish(sample.get("output"))
     prediction = PredictionRecord(
         instance_id=instance_id,
         train_trial_index=epoch - 1,
@@ -319,6 +372,9 @@ def _sample(sample: dict, scorer: str | None, where: str) -> tuple[InstanceRecor
         is_correct=None if error or not isinstance(value, bool) else value,
         infra_error=bool(error),
         error_message=_error_message(error) if error else None,
+        judge_notes=_judge_notes(scores, output),
+        finish_reason=finish_reason,
+        output_tokens=output_tokens,
     )
     return instance, prediction
 
@@ -373,6 +429,7 @@ def _instance(sample: dict, instance_id: str, where: str) -> InstanceRecord:
         refs=refs,
         choices=choice_map,
         question_hash=question_hash(input_text),
+        prompt_text=_prompt_text(sample.get("messages")),
     )
 
 

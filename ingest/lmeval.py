@@ -38,6 +38,7 @@ from typing import Any, Iterator
 from pydantic import ValidationError
 
 from .errors import IngestError, read_each
+from .evidence import common, positive_int, render_messages, system_text
 from .jsonio import TOO_DEEP, decode_utf8, expect, load_json, read_bytes
 from .names import canonical_dataset, question_hash
 from .options import ReadOptions
@@ -329,9 +330,45 @@ def _build_run(ctx: _TaskContext, filter_name: str, rows: list[tuple[str, dict]]
         **rule.run_fields(),
         main_split=split,
         settings={k: v for k, v in settings.items() if v is not None},
+        instructions=_instructions(ctx, instances),
+        max_tokens=_max_gen_toks(rows, ctx.config),
         **harness,
     )
     return ParsedRun(run=run, instances=instances, predictions=predictions, n_nonfinite=n_nonfinite, rule=rule)
+
+
+# ---------------------------------------------------------------- evidence beyond the score
+
+
+def _prompt_text(row: dict) -> str | None:
+    """The prompt lm-eval rendered (description, few-shot examples, question; a chat model's
+    messages), from the row's first request."""
+    pairs = _argument_pairs(row.get("arguments"))
+    context = pairs[0][0] if pairs else None
+    if isinstance(context, list):
+        context = context[0] if context else None
+    if not isinstance(context, str):
+        return None
+    return render_messages(_chat_messages(context)) or context
+
+
+def _instructions(ctx: _TaskContext, instances: list[InstanceRecord]) -> str | None:
+    """The run's system instruction (lm-eval --system_instruction), the task's description and a
+    system message every chat prompt shares."""
+    parts = [ctx.results.get("system_instruction"), ctx.config.get("description"),
+             common(system_text(i.input_messages) for i in instances)]
+    parts = list(dict.fromkeys(p.strip() for p in parts if isinstance(p, str) and p.strip()))
+    return "\n\n".join(parts) or None
+
+
+def _max_gen_toks(rows: list[tuple[str, dict]], config: dict) -> int | None:
+    """The generation limit of the requests (max_gen_toks), else of the task config."""
+    for _, row in rows[:1]:
+        for _, kwargs in _argument_pairs(row.get("arguments")):
+            if isinstance(kwargs, dict) and "max_gen_toks" in kwargs:
+                return positive_int(kwargs["max_gen_toks"])
+    kwargs = config.get("generation_kwargs")
+    return positive_int(kwargs.get("max_gen_toks")) if isinstance(kwargs, dict) else None
 
 
 def _main_metric(rows: list[tuple[str, dict]], config_metrics: list[str]) -> str | None:
@@ -474,6 +511,7 @@ def _instance(row: dict, instance_id: str, raw_id: str, split: str | None, doc_t
         refs=refs,
         choices=choice_map,
         question_hash=question_hash(_doc_question(doc) or prompt),
+        prompt_text=_prompt_text(row),
     )
 
 

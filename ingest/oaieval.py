@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .errors import IngestError, read_each
+from .evidence import common, render_messages, system_text
 from .passfail import HarnessAggregate, agreement
 from .jsonio import expect, load_jsonl
 from .options import ReadOptions
@@ -156,6 +157,7 @@ def read_log(path: Path, options: ReadOptions) -> ParsedRun | Skipped:
         main_split=split,
         settings={k: v for k, v in settings.items() if v is not None},
         status="complete" if report is not None else "started",
+        instructions=common(system_text(i.input_messages) for i in instances),
         **harness,
     )
     return ParsedRun(run=run, instances=instances, predictions=predictions)
@@ -201,6 +203,7 @@ def _sample(path: Path, sample_id: str, by_type: dict, split: str | None) -> tup
         input_messages=messages,
         refs=[Reference(text=r, correct=True) for r in refs],
         question_hash=question_hash(question),
+        prompt_text=render_messages(messages) or (prompt if isinstance(prompt, str) else None),
     )
     predictions = []
     for trial in range(max(len(samplings), len(matches), 1)):

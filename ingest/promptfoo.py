@@ -21,11 +21,12 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .errors import IngestError, read_each
+from .evidence import common, judge_score, positive_int, system_text
 from .passfail import HarnessAggregate, agreement
 from .jsonio import expect, load_json
 from .options import ReadOptions
 from .names import question_hash
-from .records import InstanceRecord, ParsedRun, PredictionRecord, Reference, RunRecord
+from .records import InstanceRecord, JudgeNote, ParsedRun, PredictionRecord, Reference, RunRecord
 from .walk import matching_files
 
 FORMAT = "promptfoo"
@@ -127,9 +128,51 @@ def read_export(path: Path, options: ReadOptions) -> Iterator[ParsedRun]:
             lower_is_better=False,
             verdict_rule="promptfoo's own success (every assertion passed)",
             settings={k: v for k, v in settings.items() if v is not None},
+            instructions=common(system_text(i.input_messages) for i in instances),
+            max_tokens=_max_tokens(config, provider),
             **harness,
         )
         yield ParsedRun(run=run, instances=instances, predictions=predictions)
+
+
+# ---------------------------------------------------------------- evidence beyond the score
+
+
+def _max_tokens(config: dict, provider: str) -> int | None:
+    """The provider's max_tokens in the eval config, when it sets one."""
+    for entry in config.get("providers") or []:
+        if isinstance(entry, dict) and entry.get("id") == provider and isinstance(entry.get("config"), dict):
+            options = entry["config"]
+            return positive_int(options.get("max_tokens", options.get("max_completion_tokens")))
+    return None
+
+
+def _judge_notes(grading: dict, components: list[dict]) -> list[JudgeNote] | None:
+    """Each assertion's verdict in its own words (its type as the judge, its value as the
+    criterion), else the grading's overall reason."""
+    notes = []
+    for c in components:
+        assertion = c.get("assertion") if isinstance(c.get("assertion"), dict) else {}
+        value = assertion.get("value", assertion.get("threshold"))
+        reason = c.get("reason") if isinstance(c.get("reason"), str) and c.get("reason").strip() else None
+        notes.append(JudgeNote(
+            judge=str(assertion.get("type") or "assertion"),
+            criterion=value if isinstance(value, str) else (json.dumps(value) if value is not None else None),
+            score=judge_score(c.get("score")) if c.get("score") is not None else judge_score(c.get("pass")),
+            explanation=reason,
+        ))
+    if not notes and isinstance(grading.get("reason"), str) and grading["reason"].strip():
+        notes.append(JudgeNote(judge="promptfoo", score=judge_score(grading.get("score")), explanation=grading["reason"]))
+    return notes or None
+
+
+def _finish(response: Any) -> tuple[str | None, int | None]:
+    """The provider's finish reason and completion tokens."""
+    if not isinstance(response, dict):
+        return None, None
+    usage = response.get("tokenUsage") if isinstance(response.get("tokenUsage"), dict) else {}
+    reason = response.get("finishReason")
+    return (reason if isinstance(reason, str) else None), positive_int(usage.get("completion"))
 
 
 def _prompt_label(result: dict) -> str | None:
@@ -216,6 +259,7 @@ def _result(result: dict, where: str) -> tuple[InstanceRecord, PredictionRecord]
     text, messages = _rendered(result)
     infra = result.get("failureReason") == FAILURE_ERROR
     error = result.get("error") if isinstance(result.get("error"), str) else None
+    finish_reason, output_tokens = _finish(result.get("response"))
     instance_id = str(test_idx)
     instance = InstanceRecord(
         instance_id=instance_id,
@@ -224,6 +268,7 @@ def _result(result: dict, where: str) -> tuple[InstanceRecord, PredictionRecord]
         input_messages=messages,
         refs=refs,
         question_hash=question_hash(text),
+        prompt_text=text,
     )
     assertions = [
         {k: c.get(k) for k in ("pass", "score", "reason")} | {"assertion": c.get("assertion")}
@@ -238,5 +283,8 @@ def _result(result: dict, where: str) -> tuple[InstanceRecord, PredictionRecord]
         is_correct=None if infra else success,
         infra_error=infra,
         error_message=error if infra else None,
+        judge_notes=_judge_notes(grading, components),
+        finish_reason=finish_reason,
+        output_tokens=output_tokens,
     )
     return instance, prediction

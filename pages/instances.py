@@ -4,7 +4,7 @@ with its evidence, and human review of the classification."""
 import streamlit as st
 
 import ui
-from store import FaultlineError, queries as q
+from store import FaultlineError, analysis as sa, queries as q
 from stats import fmt
 from ui import agreement, columns, evidence, outcome, review
 from ui.text import clip, cut_note, md, show
@@ -101,6 +101,7 @@ if refs:
 else:
     st.caption("The log gives no reference.")
 
+verdicts = ui.load(sa.question_verdicts, dataset=dataset, instance_id=instance_id, analyst=analyst) if analyst else []
 st.subheader("Outputs")
 for col, row in zip(st.columns(len(detail)), detail):
     with col:
@@ -120,6 +121,9 @@ for col, row in zip(st.columns(len(detail)), detail):
             st.markdown(f"**{md(row['error_title'])}** → *{md(row['category'] or 'not classified yet')}*")
             st.caption(f"analyst {md(row['analyst'])} · taxonomy {md(row['taxonomy_version'] or '—')}")
             st.markdown(md(row["error_summary"], 4000))
+            for v in (v for v in verdicts if v["run_id"] == row["run_id"]):
+                st.caption(f"verified by {md(v['verifier'])}: " + ("accepted" if v["accepted"] else "REJECTED")
+                           + (f" — {md(v['reason'])}" if v["reason"] else ""))
             for c in criteria:
                 found = evidence.locate(row["output_text"] or "", c.get("evidence") or "") is not None
                 with st.container(border=True):
@@ -127,8 +131,8 @@ for col, row in zip(st.columns(len(detail)), detail):
                     st.markdown(f"**{md(c.get('criterion'))}** · quality {md(c.get('quality') or '—')}"
                                 f" · in the output: {fmt.yes_no(present)}")
                     if c.get("evidence"):
-                        st.caption("evidence " + ("(found in the output)" if found else
-                                                  "(NOT found in the output: the analyst paraphrased)"))
+                        st.caption("evidence " + ("(verified: it occurs verbatim in the output)" if found else
+                                                  "(UNVERIFIED: not in the output verbatim; the analyst paraphrased)"))
                         st.code(clip(c["evidence"], 2000)[0], language=None, wrap_lines=True)
                     if c.get("comment"):
                         show(c["comment"], 4000)

@@ -8,7 +8,7 @@ import streamlit as st
 
 import ui
 from store import queries as q
-from ui import agreement, columns
+from ui import agreement, columns, suspects
 from ui.text import md
 from ui.urlstate import warn_unknown
 
@@ -64,4 +64,5 @@ if category:
                  query_params={**f.params(), "category": category, "outcome": "failed",
                                "analyst": analyst})
 against = agreement.panel(analyst, f)
+suspects.panel(f, analyst)
 ui.share_link("/taxonomy", {**f.params(), "analyst": analyst, "category": category, "against": against})

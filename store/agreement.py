@@ -102,8 +102,9 @@ def review_queue(con: duckdb.DuckDBPyConnection, analyst: str, per_stratum: int 
 
 
 def shared_wrong_answers(con: duckdb.DuckDBPyConnection, models=None, datasets=None, domains=None,
-                         split: str = MAIN_SPLIT, min_models: int = 2) -> pl.DataFrame:
-    """Multiple-choice questions where several models chose the same wrong option.
+                         split: str = MAIN_SPLIT, min_models: int = 2, choices_only: bool = True) -> pl.DataFrame:
+    """Multiple-choice questions (any question with `choices_only=False`) where several models
+    gave the same wrong answer.
 
     The chosen option is the mapped answer when the log has one, else the trimmed output; the
     latest outcome of each model counts once."""
@@ -117,11 +118,59 @@ def shared_wrong_answers(con: duckdb.DuckDBPyConnection, models=None, datasets=N
             JOIN predictions p ON p.run_id = l.run_id AND p.instance_id = l.instance_id
                               AND p.train_trial_index = l.train_trial_index
             JOIN instances i ON i.run_id = l.run_id AND i.instance_id = l.instance_id
-            WHERE NOT l.is_correct AND i.choices IS NOT NULL
+            WHERE NOT l.is_correct AND (i.choices IS NOT NULL OR NOT ?)
             GROUP BY ALL HAVING count(*) >= ?
             ORDER BY models DESC, l.dataset, l.instance_id, wrong_answer""",
-        params=[*params, min_models],
+        params=[*params, choices_only, min_models],
     ).pl()
+
+
+_SUSPECT_SCHEMA = {"dataset": pl.String, "instance_id": pl.String, "failures": pl.Int64, "why": pl.String,
+                   "answer": pl.String, "models": pl.String}
+
+
+def suspect_items(con: duckdb.DuckDBPyConnection, analyst: str | None = None, models=None, datasets=None,
+                  domains=None, split: str = MAIN_SPLIT) -> pl.DataFrame:
+    """Questions whose failures look like scoring or reference problems rather than model errors,
+    for the benchmark's creators: failures the analyst found not to be the model's fault (its
+    reason), and questions that every model with an outcome (two or more) fails with the same
+    answer. One row per question: dataset, instance_id, failures (its failing predictions counted
+    once), why, answer (the shared answer), models; by dataset, most failures first."""
+    cte, params = _latest_cte(models, datasets, domains, split=split)
+    not_model = con.sql(
+        f"""{cte}
+            SELECT l.dataset, l.instance_id, count(*) AS failures,
+                   'not a model error: ' || string_agg(DISTINCT f.no_model_error, '; ' ORDER BY f.no_model_error) AS why,
+                   string_agg(l.model, ', ' ORDER BY l.model) AS models
+            FROM latest l
+            JOIN failure_labels f ON f.run_id = l.run_id AND f.instance_id = l.instance_id
+                                 AND f.train_trial_index = l.train_trial_index
+            WHERE NOT l.is_correct AND f.analyst = ? AND f.no_model_error IS NOT NULL
+            GROUP BY l.dataset, l.instance_id""",
+        params=[*params, analyst],
+    ).pl() if analyst else pl.DataFrame(schema={k: _SUSPECT_SCHEMA[k] for k in ("dataset", "instance_id", "failures", "why", "models")})
+    answered = con.sql(f"{cte} SELECT dataset, instance_id, count(*) AS answered FROM latest GROUP BY ALL",
+                       params=params).pl()
+    shared = shared_wrong_answers(con, models, datasets, domains, split, min_models=2, choices_only=False)
+    unanimous = (
+        shared.join(answered, on=["dataset", "instance_id"])
+        .filter((pl.col("models") == pl.col("answered")) & (pl.col("wrong_answer").str.strip_chars() != ""))
+        .select("dataset", "instance_id", pl.col("models").cast(pl.Int64).alias("failures"),
+                (pl.lit("every model fails with the same answer (") + pl.col("models").cast(pl.String) + pl.lit(" models)")).alias("why"),
+                pl.col("wrong_answer").alias("answer"), pl.col("chosen_by").alias("models"))
+    )
+    both = pl.concat([not_model.with_columns(answer=pl.lit(None, pl.String)).select(list(_SUSPECT_SCHEMA)),
+                      unanimous.select(list(_SUSPECT_SCHEMA))], how="vertical_relaxed")
+    if both.is_empty():
+        return pl.DataFrame(schema=_SUSPECT_SCHEMA)
+    # a question in both lists: every model fails it, so its failures are the unanimous count
+    return (
+        both.group_by("dataset", "instance_id")
+        .agg(pl.col("failures").max(), pl.col("why").sort().str.join("; "), pl.col("answer").drop_nulls().first(),
+             pl.col("models").sort_by("failures", descending=True).first())
+        .sort(["dataset", "failures", "instance_id"], descending=[False, True, False])
+        .select(list(_SUSPECT_SCHEMA))
+    )
 
 
 _DISCOVERY_COLUMNS = ("run_id", "instance_id", "train_trial_index", "dataset", "model", "error_title",

@@ -108,7 +108,7 @@ def analyses_of(con: duckdb.DuckDBPyConnection, analyst: str, prompt_version: st
     rows = con.execute(
         """
         SELECT run_id, instance_id, train_trial_index, pair_hash, error_title, error_summary,
-               required_criteria, cache_key
+               required_criteria, cache_key, no_model_error, context_note
         FROM analyses
         WHERE analyst = ? AND prompt_version = ?
         QUALIFY row_number() OVER (
@@ -118,9 +118,87 @@ def analyses_of(con: duckdb.DuckDBPyConnection, analyst: str, prompt_version: st
     ).fetchall()
     return [
         {"key": (r[0], r[1], r[2]), "pair_hash": r[3], "error_title": r[4], "error_summary": r[5],
-         "required_criteria": r[6], "cache_key": r[7]}
+         "required_criteria": r[6], "cache_key": r[7], "no_model_error": r[8], "context_note": r[9]}
         for r in rows
     ]
+
+
+def title_summaries(con: duckdb.DuckDBPyConnection, titles: Sequence[str]) -> dict[str, str]:
+    """error_title → the summary of its earliest analysis (what stage 3 sends with the title)."""
+    if not titles:
+        return {}
+    rows = con.execute(
+        """
+        SELECT error_title, error_summary FROM analyses
+        WHERE error_title IN (SELECT unnest(?::VARCHAR[])) AND no_model_error IS NULL
+        QUALIFY row_number() OVER (
+            PARTITION BY error_title ORDER BY created_at, run_id, instance_id, train_trial_index, analyst) = 1
+        """,
+        [list(titles)],
+    ).fetchall()
+    return dict(rows)
+
+
+def latest_analyses(con: duckdb.DuckDBPyConnection, analyst: str) -> dict[tuple, dict]:
+    """(run_id, instance_id, train_trial_index) → the analyst's current analysis of that failure:
+    title, summary, criteria (parsed), category, no_model_error, context_note and `analysed_at`
+    (its created_at, which names it)."""
+    rows = con.execute(
+        """
+        SELECT l.run_id, l.instance_id, l.train_trial_index, l.error_title, l.error_summary,
+               a.required_criteria, l.category, l.no_model_error, a.context_note, l.analysed_at
+        FROM failure_labels l
+        JOIN analyses a ON a.run_id = l.run_id AND a.instance_id = l.instance_id
+                       AND a.train_trial_index = l.train_trial_index AND a.analyst = l.analyst
+                       AND a.created_at = l.analysed_at
+        WHERE l.analyst = ?
+        QUALIFY row_number() OVER (PARTITION BY l.run_id, l.instance_id, l.train_trial_index) = 1
+        """,
+        [analyst],
+    ).fetchall()
+    keys = ("error_title", "error_summary", "required_criteria", "category", "no_model_error", "context_note", "analysed_at")
+    out = {}
+    for r in rows:
+        rec = dict(zip(keys, r[3:]))
+        rec["required_criteria"] = json.loads(rec["required_criteria"]) if rec["required_criteria"] else []
+        out[(r[0], r[1], r[2])] = rec
+    return out
+
+
+def verdicts_of(con: duckdb.DuckDBPyConnection, analyst: str, verifier: str, prompt_version: str) -> dict[tuple, tuple[bool, str | None]]:
+    """(run_id, instance_id, train_trial_index, analysed_at) → (accepted, reason): the latest
+    verdict of `verifier` on each analysis of `analyst` it judged."""
+    rows = con.execute(
+        """
+        SELECT run_id, instance_id, train_trial_index, analysed_at, accepted, reason FROM verifications
+        WHERE analyst = ? AND verifier = ? AND prompt_version = ?
+        QUALIFY row_number() OVER (
+            PARTITION BY run_id, instance_id, train_trial_index, analysed_at ORDER BY created_at DESC) = 1
+        """,
+        [analyst, verifier, prompt_version],
+    ).fetchall()
+    return {(r[0], r[1], r[2], r[3]): (bool(r[4]), r[5]) for r in rows}
+
+
+def question_verdicts(con: duckdb.DuckDBPyConnection, dataset: str, instance_id: str, analyst: str) -> list[dict]:
+    """Verdicts on the analyst's current analyses of one question (its failures in every run),
+    latest per verifier: run_id, train_trial_index, verifier, accepted, reason."""
+    rows = con.execute(
+        """
+        SELECT v.run_id, v.train_trial_index, v.verifier, v.accepted, v.reason
+        FROM verifications v
+        JOIN failure_labels l ON l.run_id = v.run_id AND l.instance_id = v.instance_id
+                             AND l.train_trial_index = v.train_trial_index AND l.analyst = v.analyst
+                             AND l.analysed_at = v.analysed_at
+        JOIN runs r ON r.run_id = v.run_id
+        WHERE r.dataset = ? AND v.instance_id = ? AND v.analyst = ?
+        QUALIFY row_number() OVER (
+            PARTITION BY v.run_id, v.train_trial_index, v.verifier ORDER BY v.created_at DESC) = 1
+        ORDER BY v.run_id, v.train_trial_index, v.verifier
+        """,
+        [dataset, instance_id, analyst],
+    ).fetchall()
+    return [dict(zip(("run_id", "train_trial_index", "verifier", "accepted", "reason"), r)) for r in rows]
 
 
 def cached_responses(con: duckdb.DuckDBPyConnection, keys: Iterable[str]) -> dict[str, str]:
@@ -187,15 +265,17 @@ class Batch:
     calls: list[tuple] = field(default_factory=list)  # (cache_key, model, purpose, status, http_status, error, prompt_tokens, completion_tokens, cost_usd, latency_ms, created_at)
     analyses: list[tuple] = field(default_factory=list)  # ANALYSIS_COLUMNS, in that order
     classifications: list[tuple] = field(default_factory=list)  # (error_title, taxonomy_version, classifier, category, is_fallback, cache_key)
+    verifications: list[tuple] = field(default_factory=list)  # VERIFICATION_COLUMNS, in that order
 
     def extend(self, other: "Batch") -> None:
         self.cache += other.cache
         self.calls += other.calls
         self.analyses += other.analyses
         self.classifications += other.classifications
+        self.verifications += other.verifications
 
     def __bool__(self) -> bool:
-        return bool(self.cache or self.calls or self.analyses or self.classifications)
+        return bool(self.cache or self.calls or self.analyses or self.classifications or self.verifications)
 
 
 # An analysis row as `Batch.analyses` holds it; `no_model_error` is NULL for a model error, else
@@ -207,6 +287,11 @@ ANALYSIS_COLUMNS = (
 )
 # The label of an analysis that found no model error: outside every taxonomy, never an error type.
 NO_MODEL_ERROR = "No Model Error"
+# A verdict of `taxonomy verify` as `Batch.verifications` holds it (`created_at` added when written).
+VERIFICATION_COLUMNS = (
+    "run_id", "instance_id", "train_trial_index", "analyst", "analysed_at", "verifier", "prompt_version",
+    "accepted", "reason", "cache_key",
+)
 
 
 def _insert(con: duckdb.DuckDBPyConnection, head: str, rows: list[tuple], tail: str = "") -> None:
@@ -279,6 +364,8 @@ def _insert_batch(con: duckdb.DuckDBPyConnection, batch: Batch, ts: datetime) ->
     _insert(con, f"INSERT INTO analyses ({', '.join(ANALYSIS_COLUMNS)}, created_at)",
             [(*row, ts) for row in batch.analyses])
     _insert(con, "INSERT INTO classifications", [(*row, ts) for row in batch.classifications])
+    _insert(con, f"INSERT INTO verifications ({', '.join(VERIFICATION_COLUMNS)}, created_at)",
+            [(*row, ts) for row in batch.verifications])
     if batch.analyses or batch.classifications:
         refresh_labels(con, [row[:4] for row in batch.analyses], [row[0] for row in batch.classifications])
 

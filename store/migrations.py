@@ -359,6 +359,27 @@ MIGRATIONS: list[tuple[str, str]] = [
         """,
     ),
     (
+        "011_verifications",
+        # A second LLM's verdict on an analysis (ErrorMap's meta-judge): does it correctly explain
+        # its failure? `analysed_at` names the analysis judged (its created_at), so a verdict
+        # never passes to a later analysis of the same failure.
+        """
+        CREATE TABLE verifications (
+            run_id VARCHAR NOT NULL,
+            instance_id VARCHAR NOT NULL,
+            train_trial_index INTEGER NOT NULL,
+            analyst VARCHAR NOT NULL,
+            analysed_at TIMESTAMP NOT NULL,
+            verifier VARCHAR NOT NULL,
+            prompt_version VARCHAR NOT NULL,
+            accepted BOOLEAN NOT NULL,
+            reason VARCHAR,
+            cache_key VARCHAR,
+            created_at TIMESTAMP NOT NULL
+        );
+        """,
+    ),
+    (
         "015_llm_batches",
         # Requests sent through a provider's batch API (taxonomy/batch.py): one row per submitted
         # batch, written before the batch is created so that a run killed at any point can find

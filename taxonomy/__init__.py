@@ -1,6 +1,6 @@
 """Failure analysis: the versioned taxonomy, stage-1 analysts (LLM and offline), batched stage-3
 classification of error titles, the LLM call layer (cache, cost, retries, concurrency), judge
-agreement and the discovery of new error types.
+agreement, the discovery of new error types and the verification of analyses by a second LLM.
 
 Public API:
     analyze(db, analyst, ...)            choose failures, analyse them, classify their titles
@@ -10,7 +10,8 @@ Public API:
     cluster_titles(titles)               (title, cluster name) pairs, no database
     taxonomy.agreement.agreement(db, analyst, against, gold)  an analyst vs reviews, a gold file or another analyst
     taxonomy.discover.discover(db, analyst, all_failures)     candidate new categories from the titles under Other
-(the last two keep their module's name, so `taxonomy.agreement` / `taxonomy.discover` stay the modules)
+    taxonomy.verify.verify(db, verifier, analyst=..., sample=...)  a second LLM's verdicts on the analyses, acceptance rate
+(the last three keep their module's name, so `taxonomy.agreement` / `taxonomy.discover` / `taxonomy.verify` stay the modules)
 """
 
 from .agreement import AgreementError

@@ -21,6 +21,7 @@ from typing import Callable, Sequence
 
 from store import StoreError, writable_db_path, write_session
 from store.analysis import (
+    NO_MODEL_ERROR,
     Batch,
     analyses_of,
     cached_for_prompt,
@@ -32,6 +33,7 @@ from store.analysis import (
     record_taxonomy,
     recorded_taxonomy,
     save_batch,
+    title_summaries,
 )
 from store.batches import pending_batches
 
@@ -39,11 +41,13 @@ from . import offline
 from .catalog import Taxonomy, TaxonomyError, load_taxonomy
 from .classify import DEFAULT_BATCH_SIZE, OFFLINE, StageResult, classify_llm, classify_offline, offline_name
 from .budget import DEFAULT_MAX_TOKENS, Budget, BudgetExhausted, register_prices, require_prices
+from .context import context_budget
 from .journal import recover
 from .batch import BatchSession, check_provider
 from .llm import InvalidAnswer, LLMClient, LLMUnavailable, Stats, Writer, gather_all
 from .prompts import (ANALYSIS_PROMPT_VERSION, ANALYSIS_SCHEMA, CLASSIFY_PROMPT_VERSION, analysis_messages,
                       classify_messages, parse_analysis, parse_classification)
+from .quotes import check_criteria
 from .runlock import run_lock
 from .select import check_names, failure_key, group_pairs, sample
 from .title_classifier import check_supports
@@ -67,6 +71,10 @@ class Summary:
     analysis_seconds: float = 0.0
     stopped: str | None = None
     batches: str = ""  # what went through the batch API (--batch / --resume)
+    no_model_error: int = 0  # failures the analyst found not to be the model's fault
+    quotes: int = 0  # evidence quotes in the answers of this run
+    unverified_quotes: int = 0  # of those, not in the output verbatim
+    context_cut: int = 0  # failures whose prompt was cut to fit the analyst's context
 
     @property
     def analysed(self) -> int:
@@ -77,14 +85,15 @@ class Summary:
         text = (
             f"{self.analysed}/{self.selected} failures analysed ({self.analysed_now} now"
             + (f", {self.unanalysed} without a valid answer" if self.unanalysed else "")
-            + f"); {self.titles_classified} titles classified by {self.classifier}"
+            + ")"
+            + (f"; {self.no_model_error} found not to be a model error" if self.no_model_error else "")
+            + (f"; {self.unverified_quotes} of {self.quotes} evidence quotes not in the output verbatim"
+               if self.unverified_quotes else "")
+            + (f"; {self.context_cut} prompts cut to fit the analyst's context" if self.context_cut else "")
+            + f"; {self.titles_classified} titles classified by {self.classifier}"
             + (f" ({self.fallbacks} fell back to Other)" if self.fallbacks else "")
             + (f", {self.unclassified} left unclassified" if self.unclassified else "")
-            + f"; {s.requests} requests sent"
-            + (f" ({s.failed_requests} failed and retried)" if s.failed_requests else "")
-            + f", {s.cache_hits} cache hits"
-            + (f", {self.recovered} answers recovered from an earlier run's journal" if self.recovered else "")
-            + f"; tokens {s.prompt_tokens} in / {s.completion_tokens} out;"
+            + f"; {calls_text(s, self.recovered)};"
             + f" cost ${s.cost_usd:.4f}{self._cost_note()}; "
             + (f"{self.batches}; " if self.batches else "")
             + f"{self.seconds:.1f} s"
@@ -110,6 +119,17 @@ class Summary:
             + ";"
             + f" tokens {s.prompt_tokens} in / {s.completion_tokens} out; cost ${s.cost_usd:.4f}; {self.seconds:.1f} s"
         )
+
+
+def calls_text(s: Stats, recovered: int) -> str:
+    """What a run sent and received, for its summary line."""
+    return (
+        f"{s.requests} requests sent"
+        + (f" ({s.failed_requests} failed and retried)" if s.failed_requests else "")
+        + f", {s.cache_hits} cache hits"
+        + (f", {recovered} answers recovered from an earlier run's journal" if recovered else "")
+        + f"; tokens {s.prompt_tokens} in / {s.completion_tokens} out"
+    )
 
 
 def ensure_taxonomy(con, tax: Taxonomy) -> None:
@@ -154,13 +174,15 @@ def analyze(
     backoff_s: float = 1.0,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     prices: dict[str, tuple[float, float]] | None = None,
+    context_tokens: int | None = None,
     batch: bool = False,
     resume: bool = False,
     poll_interval: float = 30.0,
     progress: bool = False,
     log: Callable[[str], None] = lambda msg: None,
 ) -> Summary:
-    """`prices`: USD per million input and output tokens, for models litellm cannot price.
+    """`prices`: USD per million input and output tokens, for models litellm cannot price;
+    `context_tokens`: the analyst's context window, for a model litellm does not know.
     `batch`: send through the provider's batch API; `resume`: collect the batches an earlier
     run submitted (taxonomy/batch.py)."""
     started = time.perf_counter()
@@ -188,8 +210,8 @@ def analyze(
         summary.recovered = _recover(path, log)
         _analyze(path, analyst, classifier, tax, prompt_version, summary, models, datasets, sample_ratio,
                  api_base=api_base, concurrency=concurrency, max_cost=max_cost, batch_size=batch_size,
-                 timeout=timeout, backoff_s=backoff_s, max_tokens=max_tokens, progress=progress, log=log,
-                 batching=(batch, resume, poll_interval))
+                 timeout=timeout, backoff_s=backoff_s, max_tokens=max_tokens, context_tokens=context_tokens,
+                 progress=progress, log=log, batching=(batch, resume, poll_interval))
     summary.seconds = time.perf_counter() - started
     return summary
 
@@ -203,8 +225,8 @@ def _recover(path, log) -> int:
 
 
 def _analyze(path, analyst, classifier, tax, prompt_version, summary, models, datasets, sample_ratio, *,
-             api_base, concurrency, max_cost, batch_size, timeout, backoff_s, max_tokens, progress, log,
-             batching=(False, False, 30.0)) -> None:
+             api_base, concurrency, max_cost, batch_size, timeout, backoff_s, max_tokens, context_tokens, progress,
+             log, batching=(False, False, 30.0)) -> None:
     with write_session(path) as con:
         has_pending = bool(pending_batches(con))
         known_models, known_datasets = models_and_datasets(con)
@@ -221,8 +243,10 @@ def _analyze(path, analyst, classifier, tax, prompt_version, summary, models, da
     summary.selected = len(chosen)
     done_by_key = {d["key"]: d for d in done}
     done_by_pair = {d["pair_hash"]: d for d in done}
-    title_of: dict[tuple, str] = {failure_key(f): done_by_key[failure_key(f)]["error_title"] for f in chosen if failure_key(f) in done_by_key}
-    summary.previously_done = len(title_of)
+    # titles to classify: those of model errors (a failure that is not the model's fault has none)
+    title_of: dict[tuple, str] = {failure_key(f): done_by_key[failure_key(f)]["error_title"] for f in chosen
+                                  if failure_key(f) in done_by_key and done_by_key[failure_key(f)]["no_model_error"] is None}
+    summary.previously_done = sum(1 for f in chosen if failure_key(f) in done_by_key)
     pending = [f for f in chosen if failure_key(f) not in done_by_key]
 
     # an identical (input, output) pair analysed before (e.g. under another sample) is reused
@@ -234,8 +258,11 @@ def _analyze(path, analyst, classifier, tax, prompt_version, summary, models, da
             groups[ph] = members
             continue
         for f in members:
-            reuse.analyses.append(_analysis_row(f, analyst, prompt_version, ph, prior["error_title"], prior["error_summary"], prior["required_criteria"], prior["cache_key"]))
-            title_of[failure_key(f)] = prior["error_title"]
+            reuse.analyses.append(_analysis_row(f, analyst, prompt_version, ph, prior["error_title"], prior["error_summary"],
+                                                prior["required_criteria"], prior["cache_key"], prior["no_model_error"],
+                                                prior["context_note"]))
+            if prior["no_model_error"] is None:
+                title_of[failure_key(f)] = prior["error_title"]
     if reuse:
         with write_session(path) as con:
             save_batch(con, reuse)
@@ -267,8 +294,8 @@ def _analyze(path, analyst, classifier, tax, prompt_version, summary, models, da
         asyncio.run(_run_llm(
             path, analyst, classifier, tax, groups, correct, title_of, classified, summary,
             api_base=api_base, concurrency=concurrency, max_cost=max_cost, batch_size=batch_size,
-            timeout=timeout, backoff_s=backoff_s, max_tokens=max_tokens, progress=progress, log=log,
-            session=session,
+            timeout=timeout, backoff_s=backoff_s, max_tokens=max_tokens, context_tokens=context_tokens,
+            progress=progress, log=log, session=session,
         ))
     else:
         _classify_offline_titles(path, tax, title_of, classified, summary, progress)
@@ -288,7 +315,7 @@ def _classify_offline_titles(path, tax: Taxonomy, title_of: dict, classified: di
 async def _run_llm(
     path, analyst: str, classifier: str, tax: Taxonomy, groups: dict[str, list[dict]], correct: dict,
     title_of: dict, classified: dict, summary: Summary, *, api_base, concurrency, max_cost, batch_size,
-    timeout, backoff_s, max_tokens, progress, log, session: BatchSession | None = None,
+    timeout, backoff_s, max_tokens, context_tokens, progress, log, session: BatchSession | None = None,
 ) -> None:
     clients: dict[str, LLMClient] = {}
 
@@ -311,7 +338,8 @@ async def _run_llm(
             await session.open()
         try:
             if groups:
-                await _stage1(path, analyst, tax, groups, correct, title_of, summary, client_for, batch_size, progress, log, max_cost)
+                await _stage1(path, analyst, tax, groups, correct, title_of, summary, client_for, batch_size, progress, log, max_cost,
+                              context_tokens)
             if classifier != OFFLINE:
                 await _stage3(path, classifier, tax, title_of, classified, summary, client_for, batch_size, progress)
         except BudgetExhausted:
@@ -336,21 +364,27 @@ async def _run_llm(
                 setattr(summary.stats, name, getattr(summary.stats, name) + getattr(c.stats, name))
 
 
-async def _stage1(path, analyst, tax, groups, correct, title_of, summary, client_for, batch_size, progress, log, max_cost) -> None:
-    prepared = []
-    for ph, members in groups.items():
-        rep = members[0]
-        others = [c for c in correct.get((rep["dataset"], rep["instance_id"]), []) if c[0] != rep["model"]]
-        prepared.append((ph, members, analysis_messages(rep, others)))
-
+async def _stage1(path, analyst, tax, groups, correct, title_of, summary, client_for, batch_size, progress, log, max_cost,
+                  context_tokens=None) -> None:
     writer = Writer(path)
     client = client_for(analyst, writer, {})
-    keys = [client.key(ANALYSIS_PROMPT_VERSION, msgs, ANALYSIS_SCHEMA) for _, _, msgs in prepared]
+    budget = context_budget(analyst, client.max_tokens, context_tokens)
+    prepared = []
+    for ph, members in groups.items():
+        first = members[0]
+        others = [c for c in correct.get((first["dataset"], first["instance_id"]), []) if c[0] != first["model"]]
+        prepared.append((ph, members, *analysis_messages(first, others, budget)))
+    cut = sum(len(m) for _, m, _, note in prepared if note)
+    if cut:
+        log(f"{cut} failures' prompts exceed the {budget.describe()} and are cut (largest fields first, "
+            "head and tail kept; analyses.context_note says what was cut)")
+
+    keys = [client.key(ANALYSIS_PROMPT_VERSION, msgs, ANALYSIS_SCHEMA) for _, _, msgs, _ in prepared]
     with write_session(path) as con:
         cached = cached_responses(con, keys)
     client.cached.update(cached)
 
-    to_send = [msgs for (_, _, msgs), k in zip(prepared, keys) if k not in cached]
+    to_send = [msgs for (_, _, msgs, _), k in zip(prepared, keys) if k not in cached]
     estimates = [client.estimate_cost(m, "analysis") for m in to_send]
     if to_send and all(e is not None for e in estimates):
         n_batches = math.ceil(len(groups) / batch_size)
@@ -363,24 +397,31 @@ async def _stage1(path, analyst, tax, groups, correct, title_of, summary, client
     if to_send:
         await client.warm_up()
     writer.start()
-    bar = _bar(sum(len(m) for _, m, _ in prepared), "analysing", "failure", progress)
+    bar = _bar(sum(len(m) for _, m, _, _ in prepared), "analysing", "failure", progress)
     t0 = time.perf_counter()
 
-    async def one(ph: str, members: list[dict], msgs: list[dict]) -> None:
+    async def one(ph: str, members: list[dict], msgs: list[dict], context_note: str | None) -> None:
         try:
             answer, key, cache_row = await client.request(msgs, ANALYSIS_SCHEMA, ANALYSIS_PROMPT_VERSION, "analysis", parse_analysis)
         except (InvalidAnswer, LLMUnavailable):
             summary.unanalysed += len(members)
             bar.update(len(members))
             return
-        fa = answer.final_answer
-        criteria = json.dumps([c.model_dump() for c in answer.required_criteria])
+        title, summary_text, no_model_error = _outcome(answer.final_answer)
+        criteria = check_criteria([c.model_dump() for c in answer.required_criteria], members[0].get("output_text"))
+        summary.quotes += sum(c["evidence_verified"] is not None for c in criteria)
+        summary.unverified_quotes += sum(c["evidence_verified"] is False for c in criteria)
         writer.put(Batch(
             cache=[cache_row] if cache_row else [],
-            analyses=[_analysis_row(f, analyst, ANALYSIS_PROMPT_VERSION, ph, fa.error_title, fa.error_summary, criteria, key) for f in members],
+            analyses=[_analysis_row(f, analyst, ANALYSIS_PROMPT_VERSION, ph, title, summary_text, json.dumps(criteria), key,
+                                    no_model_error, context_note) for f in members],
         ))
-        for f in members:
-            title_of[failure_key(f)] = fa.error_title
+        if no_model_error is None:
+            for f in members:
+                title_of[failure_key(f)] = title
+        else:
+            summary.no_model_error += len(members)
+        summary.context_cut += len(members) if context_note else 0
         summary.analysed_now += len(members)
         bar.update(len(members))
 
@@ -392,18 +433,29 @@ async def _stage1(path, analyst, tax, groups, correct, title_of, summary, client
         summary.analysis_seconds = time.perf_counter() - t0
 
 
+def _outcome(fa) -> tuple[str, str, str | None]:
+    """(title, summary, no_model_error) to store for a stage-1 final answer: a failure that is not
+    the model's fault is titled and labelled No Model Error, its summary the analyst's reason."""
+    reason = fa.no_model_error
+    if reason is None:
+        return fa.error_title, fa.error_summary, None
+    return NO_MODEL_ERROR, fa.error_summary or f"{reason[0].upper()}{reason[1:]}.", reason
+
+
 async def _stage3(path, classifier, tax, title_of, classified, summary, client_for, batch_size, progress) -> None:
     todo = sorted(set(title_of.values()) - set(classified))
     if not todo:
         return
     with write_session(path) as con:
         cached = cached_for_prompt(con, classifier, CLASSIFY_PROMPT_VERSION)
+        summaries = title_summaries(con, todo)
     writer = Writer(path)
     client = client_for(classifier, writer, cached)
     writer.start()
     bar = _bar(len(todo), "classifying", "title", progress)
     try:
-        result: StageResult = await classify_llm(client, writer, tax, todo, batch_size, on_done=bar.update)
+        result: StageResult = await classify_llm(client, writer, tax, todo, batch_size, on_done=bar.update,
+                                                 summaries=summaries)
     finally:
         bar.close()
         await writer.close()
@@ -453,6 +505,8 @@ def _classify_titles_locked(path, unique, classifier, tax, summary, *, api_base,
     with write_session(path) as con:
         ensure_taxonomy(con, tax)
         known = classifications_of(con, tax.version, classifier)
+        # titles the store has analyses for are sent with a summary, as analyze sends them
+        summaries = title_summaries(con, [t for t in unique if t not in known])
     cats = {t: known[t][0] for t in unique if t in known}
     todo = [t for t in unique if t not in known]
 
@@ -465,7 +519,7 @@ def _classify_titles_locked(path, unique, classifier, tax, summary, *, api_base,
         writer.start()
         bar = _bar(len(todo), "classifying", "title", progress)
         try:
-            return await classify_llm(client, writer, tax, todo, batch_size, on_done=bar.update)
+            return await classify_llm(client, writer, tax, todo, batch_size, on_done=bar.update, summaries=summaries)
         finally:
             bar.close()
             await writer.close()

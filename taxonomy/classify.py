@@ -1,4 +1,5 @@
-"""Stage 3: the unique error titles, in batches, each assigned exactly one taxonomy category.
+"""Stage 3: the unique error titles (each with the summary of an analysis that gave it), in
+batches, each assigned exactly one taxonomy category.
 
 An LLM answer is checked title by title: a title missing from the answer, answered twice, or
 given a category outside the taxonomy is asked again in a smaller follow-up batch; after
@@ -57,7 +58,8 @@ def _accept(answer, pending: list[str], taxonomy: Taxonomy) -> dict[str, str]:
 
 
 async def _classify_batch(
-    client: LLMClient, writer: Writer, taxonomy: Taxonomy, titles: list[str], rounds: int, result: StageResult, on_done
+    client: LLMClient, writer: Writer, taxonomy: Taxonomy, titles: list[str], rounds: int, result: StageResult, on_done,
+    summaries: dict[str, str] | None = None,
 ) -> None:
     pending = list(titles)
     schema = classify_schema(taxonomy)
@@ -66,7 +68,7 @@ async def _classify_batch(
             return
         try:
             answer, key, cache_row = await client.request(
-                classify_messages(taxonomy, pending, attempt), schema, CLASSIFY_PROMPT_VERSION, "classification",
+                classify_messages(taxonomy, pending, attempt, summaries), schema, CLASSIFY_PROMPT_VERSION, "classification",
                 parse_classification,
             )
         except InvalidAnswer:
@@ -92,8 +94,10 @@ async def _classify_batch(
 async def classify_llm(
     client: LLMClient, writer: Writer, taxonomy: Taxonomy, titles: list[str],
     batch_size: int = DEFAULT_BATCH_SIZE, rounds: int = ROUNDS, on_done=lambda n: None,
+    summaries: dict[str, str] | None = None,
 ) -> StageResult:
+    """`summaries`: title → the summary of an analysis that gave it, sent with the title."""
     result = StageResult()
     batches = [titles[i : i + batch_size] for i in range(0, len(titles), batch_size)]
-    await gather_all(_classify_batch(client, writer, taxonomy, b, rounds, result, on_done) for b in batches)
+    await gather_all(_classify_batch(client, writer, taxonomy, b, rounds, result, on_done, summaries) for b in batches)
     return result

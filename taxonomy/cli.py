@@ -1,4 +1,4 @@
-"""`python -m taxonomy analyze|classify|agreement|discover|adopt` — thin argument handling around the taxonomy package."""
+"""`python -m taxonomy analyze|verify|classify|agreement|discover|adopt` — thin argument handling around the taxonomy package."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from store import FaultlineError
 
 from .budget import DEFAULT_MAX_TOKENS
 from .classify import DEFAULT_BATCH_SIZE, OFFLINE
+from .context import DEFAULT_CONTEXT_TOKENS
 
 # the analyst used when --analyst is omitted: the first provider with a key in the environment
 DEFAULT_MODELS = [
@@ -87,7 +88,30 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--sample", type=_ratio, help="analyse this ratio of the failures of each (model, dataset) pair")
     a.add_argument("--models", nargs="+", default=[], metavar="M", help="only these models, as the logs name them")
     a.add_argument("--datasets", nargs="+", default=[], metavar="D", help="only these datasets")
+    a.add_argument("--context-tokens", type=_positive_int, metavar="N",
+                   help="the analyst's context window in tokens, for a model litellm does not know "
+                        f"(default: litellm's model info, else {DEFAULT_CONTEXT_TOKENS})")
     llm_options(a)
+
+    v = sub.add_parser("verify", help="a second LLM judges whether each analysis correctly explains its failure")
+    v.add_argument("--verifier", required=True, metavar="MODEL", help="the judging litellm model (best another model than the analyst)")
+    v.add_argument("--db", help="database file (default: $FAULTLINE_DB or data/faultline.duckdb)")
+    v.add_argument("--analyst", help="whose analyses to verify (default: the analyst with the most labels)")
+    v.add_argument("--sample", type=_positive_int, metavar="N",
+                   help="verify N analyses, a fixed pseudo-random sample (default: all)")
+    v.add_argument("--models", nargs="+", default=[], metavar="M", help="only failures of these models")
+    v.add_argument("--datasets", nargs="+", default=[], metavar="D", help="only failures on these datasets")
+    v.add_argument("--max-cost", type=_money, help="never spend more than this many USD (each request reserves its worst case)")
+    v.add_argument("--price", nargs=3, action="append", default=[], metavar=("MODEL", "IN", "OUT"),
+                   help="USD per million input and output tokens of MODEL, for a model litellm has no price for")
+    v.add_argument("--api-base", help="base URL of an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
+    v.add_argument("--concurrency", type=_positive_int, default=4, help="requests in flight at once (default 4)")
+    v.add_argument("--timeout", type=float, default=120.0, help="seconds before a request is retried (default 120)")
+    v.add_argument("--max-tokens", type=_positive_int, default=DEFAULT_MAX_TOKENS,
+                   help=f"most tokens an answer may take, reasoning included (default {DEFAULT_MAX_TOKENS})")
+    v.add_argument("--context-tokens", type=_positive_int, metavar="N",
+                   help=f"the verifier's context window in tokens, for a model litellm does not know (default {DEFAULT_CONTEXT_TOKENS})")
+    v.add_argument("--json", action="store_true", help="print the acceptance rate as JSON")
 
     c = sub.add_parser("classify", help="classify error titles read from stdin; prints title<TAB>category")
     c.add_argument("--classifier", default=OFFLINE, help="'offline' (default) or a litellm model")
@@ -153,6 +177,28 @@ def _discover(args) -> int:
     return 0
 
 
+def _verify(args, progress: bool) -> int:
+    import json
+
+    from .verify import verify
+
+    summary = verify(
+        args.db, args.verifier, analyst=args.analyst, sample=args.sample, models=args.models, datasets=args.datasets,
+        api_base=args.api_base, concurrency=args.concurrency, max_cost=args.max_cost, prices=_prices(args.price),
+        timeout=args.timeout, max_tokens=args.max_tokens, context_tokens=args.context_tokens, progress=progress,
+        log=lambda msg: print(msg, file=sys.stderr),
+    )
+    if args.json:
+        print(json.dumps(summary.as_json(), indent=2))
+        print(summary.line(), file=sys.stderr)
+    else:
+        print(summary.line())
+    if summary.stopped:
+        print(f"error: {summary.stopped}", file=sys.stderr)
+        return 3
+    return 1 if summary.unverified else 0
+
+
 def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
@@ -197,6 +243,9 @@ def main(argv: list[str] | None = None) -> int:
             print(report.line(), file=sys.stderr)
             return 0
 
+        if args.command == "verify":
+            return _verify(args, progress)
+
         from .analyze import analyze, classify_titles
 
         if args.command == "analyze":
@@ -205,8 +254,9 @@ def main(argv: list[str] | None = None) -> int:
                 concurrency=args.concurrency, max_cost=args.max_cost, sample_ratio=args.sample,
                 models=args.models, datasets=args.datasets, classifier=args.classifier,
                 taxonomy_file=args.taxonomy, batch_size=args.batch_size, timeout=args.timeout,
-                max_tokens=args.max_tokens, prices=_prices(args.price), batch=args.batch, resume=args.resume,
-                poll_interval=args.poll_interval, progress=progress, log=lambda msg: print(msg, file=sys.stderr),
+                max_tokens=args.max_tokens, prices=_prices(args.price), context_tokens=args.context_tokens,
+                batch=args.batch, resume=args.resume, poll_interval=args.poll_interval,
+                progress=progress, log=lambda msg: print(msg, file=sys.stderr),
             )
             print(summary.line())
             if summary.stopped:

@@ -37,7 +37,7 @@ from store.analysis import Batch, now, save_batch
 from .budget import DEFAULT_MAX_TOKENS, Budget, max_output_tokens, price, prompt_token_bound
 from .journal import Journal
 
-EXPECTED_COMPLETION_TOKENS = {"analysis": 600, "classification": 1500, "discovery": 1500}
+EXPECTED_COMPLETION_TOKENS = {"analysis": 600, "classification": 1500, "discovery": 1500, "verification": 200}
 MAX_RETRY_WAIT_S = 60.0
 COMMIT_WINDOW_S = 0.05
 

@@ -47,9 +47,12 @@ def sample(failures: list[dict], ratio: float | None, seed: int = SAMPLE_SEED) -
 
 
 def pair_hash(rec: dict) -> str:
-    """Identity of an (input, output) pair: identical pairs are analysed once."""
+    """Identity of an (input, output) pair: identical pairs are analysed once. The instructions
+    and the judges' notes are part of it: an analyst given other instructions or other judges'
+    words may see the same output differently."""
     blob = json.dumps(
-        [rec.get("input_text"), rec.get("input_messages"), rec.get("choices"), rec.get("output_text")],
+        [rec.get("input_text"), rec.get("input_messages"), rec.get("choices"), rec.get("output_text"),
+         *([rec.get("instructions"), rec.get("judge_notes")] if rec.get("instructions") or rec.get("judge_notes") else [])],
         sort_keys=True, ensure_ascii=False,
     )
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:32]

@@ -1,9 +1,10 @@
 """A real OpenAI-compatible chat server on 127.0.0.1 for tests and the benchmark.
 
 It answers `/v1/chat/completions` with scripted JSON: a stage-1 analysis whose title depends on
-the failed output, a stage-3 batch that classifies every title it is sent, or names for the
-clusters `taxonomy discover` sends. Faults are queued
-per purpose ("analysis" / "classification") and consumed by the next requests of that purpose:
+the failed output (or ErrorMap's empty "no error" answer where `no_error` says so), a stage-3
+batch that classifies every title it is sent, names for the clusters `taxonomy discover` sends,
+or a verifier's verdict (rejecting REJECTED_TITLES). Faults are queued per purpose ("analysis" /
+"classification" / "discovery" / "verification") and consumed by the next requests of that purpose:
 401 (quoting the key, as providers do), 429 with Retry-After, 500, a slow answer, truncated JSON, an unknown category, a batch answer
 missing a title. Every request it receives is recorded, so tests can count and inspect them.
 
@@ -63,6 +64,8 @@ def _purpose(body: dict) -> str:
     text = " ".join(str(m.get("content", "")) for m in body.get("messages", []))
     if name == "name_clusters" or "GROUPS (JSON):" in text:
         return "discovery"
+    if name == "analysis_verification" or "<analysis_under_review>" in text:
+        return "verification"
     if name:
         return "classification" if "classif" in name else "analysis"
     return "classification" if "TITLES TO CLASSIFY" in text else "analysis"
@@ -76,26 +79,48 @@ def failed_output_of(body: dict) -> str:
 
 
 def titles_of(body: dict) -> list[str]:
+    """The titles a stage-3 request asks about (sent as {"error_title", "error_summary"} items)."""
+    items = classify_items(body)
+    return [i["error_title"] if isinstance(i, dict) else i for i in items]
+
+
+def classify_items(body: dict) -> list:
     text = body["messages"][-1]["content"]
     m = re.search(r"TITLES TO CLASSIFY \(JSON\):\n(\[.*\])", text, re.S)
     return json.loads(m.group(1)) if m else []
 
 
-def analysis_answer(body: dict) -> dict:
-    digest = hashlib.sha256(failed_output_of(body).encode()).digest()
-    title = TITLES[digest[0] % len(TITLES)]
-    return {
-        "required_criteria": [
-            {
-                "criterion": "Answers the request safely and correctly",
-                "present_in_wrong": False,
-                "quality": "incorrect",
-                "evidence": failed_output_of(body)[:60],
-                "comment": "scripted",
-            }
-        ],
-        "final_answer": {"error_summary": f"The model went wrong: {title.lower()}.", "error_title": title},
-    }
+def title_for(output: str) -> str:
+    """The title the scripted analyst gives a failed output."""
+    return TITLES[hashlib.sha256(output.encode()).digest()[0] % len(TITLES)]
+
+
+def analysis_answer(body: dict, no_error=None) -> dict:
+    """A title chosen by the failed output; ErrorMap's empty answer ("no error") when
+    `no_error(output)` says so. Each answer quotes the output verbatim once and paraphrases once."""
+    output = failed_output_of(body)
+    criteria = [
+        {"criterion": "Answers the request safely and correctly", "present_in_wrong": False, "quality": "incorrect",
+         "evidence": output[:60], "comment": "scripted"},
+        {"criterion": "Stays on the task", "present_in_wrong": True, "quality": "partially correct",
+         "evidence": "a paraphrase the model never wrote", "comment": "scripted"},
+    ]
+    if no_error is not None and no_error(output):
+        return {"required_criteria": criteria[:1], "final_answer": {"error_summary": "", "error_title": ""}}
+    title = title_for(output)
+    return {"required_criteria": criteria, "final_answer": {"error_summary": f"The model went wrong: {title.lower()}.", "error_title": title}}
+
+
+# the scripted verifier rejects analyses with these titles and accepts every other analysis
+REJECTED_TITLES = {"Misreads what the question asks", "Invents a source that does not exist"}
+
+
+def verification_answer(body: dict) -> dict:
+    text = body["messages"][-1]["content"]
+    review = text.split("<analysis_under_review>\n", 1)[1]
+    title = review.split("\n", 1)[0].removeprefix("error title: ")
+    accepted = title not in REJECTED_TITLES
+    return {"accepted": accepted, "reason": "scripted: " + ("the error is in the output" if accepted else "not the first error")}
 
 
 def discovery_answer(body: dict) -> dict:
@@ -127,18 +152,21 @@ class FakeLLMServer:
     """Start with `with FakeLLMServer(latency=0.2) as srv:`; point litellm at `srv.api_base`."""
 
     def __init__(self, latency: float = 0.0, slow_seconds: float = 1.5, retry_after: str = "1",
-                 completion_tokens: int | None = None, honour_max_tokens: bool = True, storm: float = 0.0):
+                 completion_tokens: int | None = None, honour_max_tokens: bool = True, storm: float = 0.0,
+                 no_error=None):
         self.latency = latency
         self.slow_seconds = slow_seconds
         self.retry_after = retry_after
         self.completion_tokens = completion_tokens
         self.honour_max_tokens = honour_max_tokens
         self.storm = storm
+        self.no_error = no_error  # failed output -> True: the analyst finds no error (ErrorMap's empty answer)
         self._storm_rng = random.Random(11)
         self.requests: list[dict] = []
         self.statuses: list[int] = []
         self.times: list[float] = []
-        self._faults: dict[str, deque] = {"analysis": deque(), "classification": deque(), "discovery": deque()}
+        self._faults: dict[str, deque] = {"analysis": deque(), "classification": deque(), "discovery": deque(),
+                                          "verification": deque()}
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -191,7 +219,9 @@ class FakeLLMServer:
         if fault == "slow":
             delay = self.slow_seconds
         if purpose == "analysis":
-            content = json.dumps(analysis_answer(body))
+            content = json.dumps(analysis_answer(body, self.no_error))
+        elif purpose == "verification":
+            content = json.dumps(verification_answer(body))
         elif purpose == "discovery":
             content = json.dumps(discovery_answer(body))
         else:

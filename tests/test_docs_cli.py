@@ -14,6 +14,7 @@ COMMANDS = {
     ("ingest",): ("ingest.md", "verdicts.md"),
     ("ingest", "export"): ("ingest.md",),
     ("taxonomy", "analyze"): ("analysis.md",),
+    ("taxonomy", "verify"): ("analysis.md",),
     ("taxonomy", "classify"): ("analysis.md",),
     ("taxonomy", "agreement"): ("analysis.md",),
     ("taxonomy", "discover"): ("analysis.md",),

@@ -304,8 +304,8 @@ def test_instances_detail_evidence_and_review(tmp_db, monkeypatch):
     html = [m.value for m in at.markdown if "pre-wrap" in m.value]
     assert html[0].count("<mark>") == 1 and "<mark>2&#43;3 &#61; 6</mark>" in html[0]
     found = [c.value for c in at.caption if c.value.startswith("evidence")]
-    assert found == ["evidence (found in the output)",
-                     "evidence (NOT found in the output: the analyst paraphrased)"]
+    assert found == ["evidence (verified: it occurs verbatim in the output)",
+                     "evidence (UNVERIFIED: not in the output verbatim; the analyst paraphrased)"]
     assert [c.value for c in at.code if "2+3" in c.value or "never wrote" in c.value] == [
         "2+3 = 6", "a quote the model never wrote"]
     assert any("adds wrong" in m.value and "Calculation Error" in m.value for m in at.markdown)
@@ -461,7 +461,8 @@ def test_links_to_instance_details(labelled_mmlu):
     assert first["open"] == ("instances?instance=mmlu%3A" + first["instance_id"].replace("/", "%2F")
                              + "&models=groq%2Fllama3-8b-8192&models=together%2FLlama-3-70b-chat-hf"
                              + "&analyst=offline")
-    tax = run_page("pages/taxonomy.py", category="Factual Error").dataframe[-1].value
+    tax = next(d.value for d in run_page("pages/taxonomy.py", category="Factual Error").dataframe
+               if "error_title" in d.value.columns)
     title = tax["error_title"].iloc[0]
     rows = run_page("pages/instances.py", category="Factual Error", outcome="failed",
                     text=title).dataframe[0].value

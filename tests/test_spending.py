@@ -114,7 +114,7 @@ def test_a_store_locked_past_the_timeout_stops_sending_and_nothing_paid_is_lost(
         assert not set(resent) & set(first)
         assert len(resent) == n - len(first)
     assert q(tmp_db, "SELECT count(*), count(DISTINCT (run_id, instance_id)) FROM analyses") == [(n, n)]
-    assert q(tmp_db, "SELECT count(*) FROM llm_cache WHERE prompt_version = 'stage1-v1'")[0][0] == n
+    assert q(tmp_db, "SELECT count(*) FROM llm_cache WHERE prompt_version = 'stage1-v2'")[0][0] == n
     # each request sent is one llm_calls row: the journal's were stored once, none lost
     assert q(tmp_db, "SELECT count(*) FROM llm_calls")[0][0] == len(srv.requests)
     assert not journal_path(tmp_db).exists() and not lock_path(tmp_db).exists()

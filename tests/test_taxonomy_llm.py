@@ -227,7 +227,7 @@ def test_killed_run_resumes_without_repeating_a_finished_request(safety_db, llm_
         sent_before = len(srv.requests)
 
         done = q(safety_db, "SELECT DISTINCT p.output_text FROM analyses a JOIN predictions p USING (run_id, instance_id, train_trial_index)")
-        cached = q(safety_db, "SELECT count(*) FROM llm_cache WHERE prompt_version = 'stage1-v1'")[0][0]
+        cached = q(safety_db, "SELECT count(*) FROM llm_cache WHERE prompt_version = 'stage1-v2'")[0][0]
         assert 0 < len(done) == cached < 29
         # answers received but not yet committed when the process died are in the journal
         journal = journal_path(safety_db)

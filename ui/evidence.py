@@ -1,10 +1,12 @@
 """Evidence quotes from a stage-1 analysis, located in the failed output and highlighted.
 
-An analyst may paraphrase instead of quoting; a quote that does not occur in the output is
-reported as not found rather than silently trusted.
+An analyst may paraphrase instead of quoting; a quote that does not occur verbatim in the output
+(taxonomy.quotes says what verbatim allows) is marked unverified rather than silently trusted.
 """
 
 from __future__ import annotations
+
+from taxonomy.quotes import spans
 
 from .text import html_text
 
@@ -16,20 +18,19 @@ def criteria(raw) -> list[dict]:
 
 
 def locate(output: str, quote: str) -> tuple[int, int] | None:
-    """Span of `quote` in `output` (case-insensitive, surrounding whitespace ignored), or None."""
-    needle = (quote or "").strip().lower()
-    if not needle or not output:
-        return None
-    start = output.lower().find(needle)
-    return None if start < 0 else (start, start + len(needle))
+    """Span of `quote` in `output` when it occurs there verbatim (from its first fragment to its
+    last), or None."""
+    found = spans(output, quote)
+    return (found[0][0], found[-1][1]) if found else None
 
 
 def highlight(output: str, quotes: list[str]) -> str:
-    """HTML of `output` with every found quote wrapped in <mark>; everything else escaped for
-    both HTML and Markdown, on one line, so no text in it can end the <div> or form markup."""
-    spans = sorted(s for s in (locate(output, q) for q in quotes) if s)
+    """HTML of `output` with every verified quote (each fragment of it) wrapped in <mark>;
+    everything else escaped for both HTML and Markdown, on one line, so no text in it can end the
+    <div> or form markup."""
+    found = sorted(s for q in quotes for s in (spans(output, q) or []))
     merged: list[list[int]] = []
-    for start, end in spans:
+    for start, end in found:
         if merged and start <= merged[-1][1]:
             merged[-1][1] = max(merged[-1][1], end)
         else:
