@@ -21,6 +21,7 @@ from store import write_session
 from store.batches import record_submission
 from taxonomy import analyze
 from taxonomy.batch import batch_price
+from taxonomy.prompts import ANALYSIS_PROMPT_VERSION
 # the autouse fixture with a test key, and n failures with distinct prompts; PRICED has batch prices
 from test_spending import PRICED, llm_env, seeded  # noqa: F401
 
@@ -123,7 +124,7 @@ def test_a_submission_cut_short_is_found_again_or_created_once(tmp_db, created):
     with FakeLLMServer() as srv:
         # the first run, live: answers in the cache to build the same batch file from
         analyze(tmp_db, PRICED, api_base=srv.api_base)
-        keys = [k for (k,) in q(tmp_db, "SELECT cache_key FROM llm_cache WHERE prompt_version = 'stage1-v1'")]
+        keys = [k for (k,) in q(tmp_db, "SELECT cache_key FROM llm_cache WHERE prompt_version = ?", [ANALYSIS_PROMPT_VERSION])]
         lines = [dict(b, messages=b["messages"]) for b in srv.bodies("analysis")]
         with write_session(tmp_db) as con:
             con.execute("DELETE FROM llm_cache")
@@ -138,7 +139,7 @@ def test_a_submission_cut_short_is_found_again_or_created_once(tmp_db, created):
                                                     "completion_window": "24h"})
         with write_session(tmp_db) as con:
             record_submission(con, "sub-1", fid, PRICED, "openai", srv.api_base,
-                              [{"key": k, "prompt_version": "stage1-v1", "purpose": "analysis", "reserved_usd": 0.0}
+                              [{"key": k, "prompt_version": ANALYSIS_PROMPT_VERSION, "purpose": "analysis", "reserved_usd": 0.0}
                                for k in keys], None)
         live_before = len(srv.requests)
         summary = analyze(tmp_db, PRICED, api_base=srv.api_base, resume=True, poll_interval=0.05)
