@@ -78,13 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--max-cost", type=_money, help="never spend more than this many USD (each request reserves its worst case)")
     a.add_argument("--price", nargs=3, action="append", default=[], metavar=("MODEL", "IN", "OUT"),
                    help="USD per million input and output tokens of MODEL, for a model litellm has no price for")
-    a.add_argument("--batch", action="store_true",
-                   help="send through the provider's batch API (about half the price; answers within 24 h); "
-                        "the run waits for the batches, and --resume collects them if it is stopped")
-    a.add_argument("--resume", action="store_true",
-                   help="collect the batches an earlier run submitted (after a crash, a kill or a restart), then go on")
-    a.add_argument("--poll-interval", type=_number(float, lambda v: v > 0, "must be positive"), default=30.0,
-                   metavar="S", help="seconds between checks of a submitted batch (default 30)")
+    batch_options(a)
     a.add_argument("--sample", type=_ratio, help="analyse this ratio of the failures of each (model, dataset) pair")
     a.add_argument("--models", nargs="+", default=[], metavar="M", help="only these models, as the logs name them")
     a.add_argument("--datasets", nargs="+", default=[], metavar="D", help="only these datasets")
@@ -112,6 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--context-tokens", type=_positive_int, metavar="N",
                    help=f"the verifier's context window in tokens, for a model litellm does not know (default {DEFAULT_CONTEXT_TOKENS})")
     v.add_argument("--json", action="store_true", help="print the acceptance rate as JSON")
+    batch_options(v)
 
     c = sub.add_parser("classify", help="classify error titles read from stdin; prints title<TAB>category")
     c.add_argument("--classifier", default=OFFLINE, help="'offline' (default) or a litellm model")
@@ -177,6 +172,16 @@ def _discover(args) -> int:
     return 0
 
 
+def batch_options(p: argparse.ArgumentParser) -> None:
+    """The provider batch API flags, the same for every command that sends LLM requests."""
+    p.add_argument("--batch", action="store_true",
+                   help="send through the provider's batch API (about half the price; answers within 24 h); "
+                        "the run waits for the batches, and --resume collects them if it is stopped")
+    p.add_argument("--resume", action="store_true",
+                   help="collect the batches an earlier run submitted (after a crash, a kill or a restart), then go on")
+    p.add_argument("--poll-interval", type=_number(float, lambda v: v > 0, "must be positive"), default=30.0,
+                   metavar="S", help="seconds between checks of a submitted batch (default 30)")
+
 def _verify(args, progress: bool) -> int:
     import json
 
@@ -185,7 +190,8 @@ def _verify(args, progress: bool) -> int:
     summary = verify(
         args.db, args.verifier, analyst=args.analyst, sample=args.sample, models=args.models, datasets=args.datasets,
         api_base=args.api_base, concurrency=args.concurrency, max_cost=args.max_cost, prices=_prices(args.price),
-        timeout=args.timeout, max_tokens=args.max_tokens, context_tokens=args.context_tokens, progress=progress,
+        timeout=args.timeout, max_tokens=args.max_tokens, context_tokens=args.context_tokens, batch=args.batch,
+        resume=args.resume, poll_interval=args.poll_interval, progress=progress,
         log=lambda msg: print(msg, file=sys.stderr),
     )
     if args.json:

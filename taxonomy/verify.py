@@ -9,7 +9,8 @@ analysis they judged, and the acceptance rate is reported with a 95% Wilson inte
 verified sample.
 
 The same machinery as `analyze`: the run lock, the journal recovered first, the cache (a re-run
-sends nothing), `--max-cost` reserved per request, identical prompts sent once.
+sends nothing), `--max-cost` reserved per request, identical prompts sent once, and `--batch` /
+`--resume` through the provider's batch API (taxonomy/batch.py).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from typing import Callable, Sequence
 
 from pydantic import BaseModel, ValidationError
 
-from store import StoreError, resolve_db_path, write_session
+from store import StoreError, writable_db_path, write_session
+from store.batches import pending_batches
 from store.agreement import analyst_names
 from store.analysis import (
     Batch,
@@ -34,6 +36,7 @@ from store.analysis import (
     verdicts_of,
 )
 
+from .batch import BatchSession, check_provider
 from .budget import DEFAULT_MAX_TOKENS, Budget, BudgetExhausted, register_prices, require_prices
 from .catalog import TaxonomyError
 from .context import context_budget
@@ -130,6 +133,7 @@ class VerifySummary:
     budget: Budget | None = None
     stats: Stats = field(default_factory=Stats)
     stopped: str | None = None
+    batches: str = ""  # what went through the batch API (--batch / --resume)
     seconds: float = 0.0
 
     @property
@@ -166,7 +170,9 @@ class VerifySummary:
             head + f"; {self.verified_now} verified now, {self.previously_verified} earlier"
             + (f", {self.unverified} without a valid answer" if self.unverified else "")
             + (f"; {self.context_cut} prompts cut to fit the verifier's context" if self.context_cut else "")
-            + f"; {calls_text(s, self.recovered)}; cost ${s.cost_usd:.4f}; {self.seconds:.1f} s"
+            + f"; {calls_text(s, self.recovered)}; cost ${s.cost_usd:.4f}; "
+            + (f"{self.batches}; " if self.batches else "")
+            + f"{self.seconds:.1f} s"
         )
 
 
@@ -192,11 +198,14 @@ def verify(
     backoff_s: float = 1.0,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     context_tokens: int | None = None,
+    batch: bool = False,
+    resume: bool = False,
+    poll_interval: float = 30.0,
     progress: bool = False,
     log: Callable[[str], None] = lambda msg: None,
 ) -> VerifySummary:
     """Verify the current analyses of `analyst` (default: the analyst with the most labels), all
-    or a fixed sample of `sample` of them."""
+    or a fixed sample of `sample` of them; `batch`/`resume` as for `analyze`."""
     from .analyze import _bar, _recover
 
     started = time.perf_counter()
@@ -204,7 +213,9 @@ def verify(
         raise TaxonomyError("--verifier must be a litellm model (the offline analyst cannot judge analyses)")
     if sample is not None and sample < 1:
         raise TaxonomyError(f"--sample must be at least 1, got {sample}")
-    path = resolve_db_path(db)
+    if batch:
+        check_provider(verifier)
+    path = writable_db_path(db)
     if not path.exists():
         raise StoreError(f"{path}: no database here yet; load logs with `python -m ingest PATH`")
     register_prices(prices or {})
@@ -230,6 +241,7 @@ def verify(
                 chosen = sorted(chosen, key=lambda fa: _rank(fa[0]))[:sample]
             done = verdicts_of(con, analyst, verifier, VERIFY_PROMPT_VERSION)
             correct = correct_outputs(con, sorted({f["dataset"] for f, _ in chosen}))
+            has_pending = bool(pending_batches(con))
         summary.selected = len(chosen)
         pending = []
         for f, a in chosen:
@@ -239,12 +251,17 @@ def verify(
             else:
                 summary.previously_verified += 1
                 summary.accepted += verdict[0]
-        if pending:
+        if pending or (resume and has_pending):
+            session = None
+            if batch or resume or has_pending:
+                # without --resume a store with uncollected batches is refused (open() says so)
+                session = BatchSession(path, summary.budget, submit=batch, resume=resume, poll_s=poll_interval, log=log,
+                                       parsers={VERIFY_PROMPT_VERSION: parse_verdict})
             try:
                 asyncio.run(_verify_all(path, verifier, analyst, pending, correct, summary, _bar, api_base=api_base,
                                         concurrency=concurrency, timeout=timeout, backoff_s=backoff_s,
                                         max_tokens=max_tokens, context_tokens=context_tokens, progress=progress,
-                                        log=log, max_cost=max_cost))
+                                        log=log, max_cost=max_cost, session=session))
             except BudgetExhausted:
                 pass
             if summary.budget.stopped is not None:
@@ -254,10 +271,12 @@ def verify(
 
 
 async def _verify_all(path, verifier, analyst, pending, correct, summary: VerifySummary, bar_of, *, api_base, concurrency,
-                      timeout, backoff_s, max_tokens, context_tokens, progress, log, max_cost) -> None:
+                      timeout, backoff_s, max_tokens, context_tokens, progress, log, max_cost,
+                      session: BatchSession | None = None) -> None:
     writer = Writer(path)
     client = LLMClient(verifier, writer, api_base=api_base, concurrency=concurrency, timeout=timeout, backoff_s=backoff_s,
                        max_tokens=max_tokens, budget=summary.budget)
+    client.batch = session
     budget = context_budget(verifier, client.max_tokens, context_tokens)
     # identical prompts (the same failure text, analysed alike) are sent once
     groups: dict[str, tuple[list[dict], list[tuple[dict, dict]]]] = {}
@@ -300,7 +319,17 @@ async def _verify_all(path, verifier, analyst, pending, correct, summary: Verify
         bar.update(len(members))
 
     try:
+        if session is not None:
+            await session.open()
         await gather_all(one(msgs, members) for msgs, members in groups.values())
+        if session is not None:
+            # every batch submitted is collected before the run ends (it is paid for)
+            await session.close()
+            summary.batches = session.line()
+    except BaseException:
+        if session is not None:
+            session.abandon()  # what was submitted stays recorded for --resume
+        raise
     finally:
         bar.close()
         await writer.close()

@@ -207,6 +207,21 @@ def test_verify_reports_the_acceptance_rate_a_hand_count_gives(safety_db, server
                                       "ci_low": ci.low, "ci_high": ci.high, "selected": 29, "not_verified": 0}
 
 
+
+def test_verify_batch_gives_the_live_verdicts_through_the_batch_api_and_shares_the_cache(safety_db, server):
+    """`verify --batch`: the same 29 verdicts as live, every request a line of one batch (none
+    sent live), and a later live run finds them all in the cache."""
+    run(safety_db, server)
+    server.requests.clear()
+    summary = verify(safety_db, VERIFIER, api_base=server.api_base, timeout=5.0, batch=True, poll_interval=0.05)
+    assert (summary.n, summary.accepted) == (29, 21)
+    assert server.count("verification") == 0 and len(server.batches) == 1
+    assert [b["purpose"] for b in server.batch_lines] == ["verification"] * 29
+    assert summary.batches.startswith("batches: 1 submitted, 1 collected")
+    assert q(safety_db, "SELECT count(*), count(batch_id) FROM llm_calls WHERE purpose = 'verification'") == [(29, 29)]
+    again = verify(safety_db, VERIFIER, api_base=server.api_base, timeout=5.0)
+    assert (again.n, again.accepted, again.stats.requests, server.count("verification")) == (29, 21, 0, 0)
+
 def _env() -> dict:
     import os
 
