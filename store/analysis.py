@@ -106,7 +106,7 @@ def analyses_of(con: duckdb.DuckDBPyConnection, analyst: str, prompt_version: st
     rows = con.execute(
         """
         SELECT run_id, instance_id, train_trial_index, pair_hash, error_title, error_summary,
-               required_criteria, cache_key
+               required_criteria, cache_key, no_model_error
         FROM analyses
         WHERE analyst = ? AND prompt_version = ?
         QUALIFY row_number() OVER (
@@ -116,7 +116,7 @@ def analyses_of(con: duckdb.DuckDBPyConnection, analyst: str, prompt_version: st
     ).fetchall()
     return [
         {"key": (r[0], r[1], r[2]), "pair_hash": r[3], "error_title": r[4], "error_summary": r[5],
-         "required_criteria": r[6], "cache_key": r[7]}
+         "required_criteria": r[6], "cache_key": r[7], "no_model_error": r[8]}
         for r in rows
     ]
 

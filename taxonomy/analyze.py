@@ -215,7 +215,8 @@ def _analyze(path, analyst, classifier, tax, prompt_version, summary, models, da
             groups[ph] = members
             continue
         for f in members:
-            reuse.analyses.append(_analysis_row(f, analyst, prompt_version, ph, prior["error_title"], prior["error_summary"], prior["required_criteria"], prior["cache_key"]))
+            reuse.analyses.append(_analysis_row(f, analyst, prompt_version, ph, prior["error_title"], prior["error_summary"],
+                                                prior["required_criteria"], prior["cache_key"], prior["no_model_error"]))
             title_of[failure_key(f)] = prior["error_title"]
     if reuse:
         with write_session(path) as con:
@@ -228,7 +229,8 @@ def _analyze(path, analyst, classifier, tax, prompt_version, summary, models, da
             found = offline.analyse(members[0])
             criteria = json.dumps(offline.criteria(found, members[0]))
             for f in members:
-                batch.analyses.append(_analysis_row(f, analyst, prompt_version, ph, found.title, found.summary, criteria, None))
+                batch.analyses.append(_analysis_row(f, analyst, prompt_version, ph, found.title, found.summary, criteria, None,
+                                                    found.no_model_error))
                 title_of[failure_key(f)] = found.title
         if batch:
             with write_session(path) as con:

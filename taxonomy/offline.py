@@ -1,11 +1,14 @@
 """The offline analyst: deterministic detectors for errors visible without an LLM.
 
-Each detector looks at one failure (input, references, choices, output) and either returns a
-finding (title + summary, like the LLM analyst's `final_answer`, plus its evidence) or None.
-`analyse` runs them in a fixed order — the order in which errors set an answer's trajectory:
-no answer, unsafe or refused, the wrong format or language, an ignored instruction, then the
-content itself — and falls back to a "Hard to Analyze" title, so every failure gets a finding.
-The content detectors live in `taxonomy.detectors`, one module per family of rules.
+Each detector looks at one failure (instructions, input, references, choices, output, the
+judges' notes, how generation stopped) and either returns a finding (title + summary, like the
+LLM analyst's `final_answer`, plus its evidence) or None. `analyse` runs them in a fixed order —
+the order in which errors set an answer's trajectory: no answer; whether it is an error at all
+(the reference matched once normalised → No Model Error); the judge's own reason when the log
+has one; unsafe or refused; what the serving stack did to it (template tokens, a loop, the token
+limit); the wrong format or language; an ignored instruction; then the content itself — and
+falls back to a "Hard to Analyze" title, so every failure gets a finding.
+The detectors live in `taxonomy.detectors`, one module per family of rules.
 """
 
 from __future__ import annotations
@@ -23,18 +26,27 @@ from .detectors import (
     detect_chosen_distractor,
     detect_constraint,
     detect_data_extraction,
+    detect_extra_commentary,
     detect_factual_error,
     detect_hallucination,
     detect_incomplete,
+    detect_judge_explanation,
+    detect_mid_sentence,
+    detect_mixed_script,
     detect_prompt_echo,
+    detect_reference_match,
+    detect_template_tokens,
+    detect_token_limit,
+    detect_translation_quality,
     detect_verbosity,
     detect_wrong_script,
 )
 from .detectors.base import input_of, output_of, shorten, words
 
-# v2: grounded content detectors (data extraction, hallucination, factual error, constraints,
-# calculation chains, incomplete content, verbosity, prompt echo) and per-criterion evidence
-VERSION = "offline-v2"
+# v3: the judge's explanation, the normalised reference match (No Model Error), template tokens,
+# the token limit, commentary against "only output", the target language from the instructions,
+# mixed scripts, translation quality, multiple-choice relations; false positives fixed
+VERSION = "offline-v3"
 
 
 def detect_empty(rec: dict) -> Finding | None:
@@ -47,7 +59,13 @@ def detect_empty(rec: dict) -> Finding | None:
 _REFUSAL = re.compile(
     r"\b(I\s*(?:'m| am)\s+(?:really\s+)?(?:sorry|unable|not able)|I\s*(?:can(?:'|no)t|cannot|won'?t|will not)\s+"
     r"(?:help|assist|provide|answer|comply|fulfil|support|do that|create|write|give|engage)|"
-    r"as an ai\b|I must (?:decline|refuse)|I (?:have to|must) respectfully decline)",
+    r"as an ai\b|I must (?:decline|refuse)|I (?:have to|must) respectfully decline|"
+    # the same in the other languages the language detectors know
+    r"(?:извините|простите|к сожалению)[^.]{0,40}не могу|я не могу (?:помочь|выполнить|ответить|предоставить)|"
+    r"je ne peux pas (?:vous aider|r[ée]pondre|fournir)|d[ée]sol[ée],? (?:mais )?je ne peux|"
+    r"lo siento,? (?:pero )?no puedo|no puedo (?:ayudar|proporcionar|responder)|"
+    r"es tut mir leid,? (?:aber )?ich kann|ich kann (?:dir |ihnen )?(?:dabei )?nicht helfen|"
+    r"mi dispiace,? ma non posso|desculpe,? mas n[ãa]o posso)",
     re.I,
 )
 
@@ -205,21 +223,29 @@ def fallback(rec: dict) -> Finding:
 
 DETECTORS: list[Callable[[dict], Finding | None]] = [
     detect_empty,
+    detect_reference_match,
+    detect_judge_explanation,
     detect_unsafe_compliance,
     detect_refusal,
+    detect_template_tokens,
+    detect_repetition,
+    detect_token_limit,
     detect_bad_option,
     detect_bad_json,
     detect_bad_code,
     detect_wrong_script,
+    detect_mixed_script,
+    detect_extra_commentary,
     detect_constraint,
     detect_prompt_echo,
-    detect_repetition,
+    detect_mid_sentence,
     detect_calculation,
     detect_data_extraction,
     detect_factual_error,
     detect_hallucination,
     detect_incomplete,
     detect_verbosity,
+    detect_translation_quality,
     detect_chosen_distractor,
     detect_bare_answer,
 ]
@@ -243,7 +269,7 @@ def criteria(found: Finding, rec: dict) -> list[dict]:
             "present_in_wrong": False,
             "quality": "incorrect",
             "evidence": e.quote,
-            "comment": f"offline detector `{found.detector}`: {found.summary}",
+            "comment": e.comment or f"offline detector `{found.detector}`: {found.summary}",
         }
         for e in found.evidence
     ]

@@ -33,7 +33,7 @@ def rec(output, **kw):
          "wrong_language", "Answers in the wrong language or script"),
         (rec("First, 12 × 7 = 86, so the total is 86."), "calculation", "Miscalculates an intermediate step"),
         (rec("the cat sat " * 10), "repetition", "Repetition loop in the output"),
-        (rec(". ".join(f"word{i} follows" for i in range(200)), refs=[{"text": "a short reference answer here that has ten words", "correct": True}]), "verbosity", "Response far longer than the reference"),
+        (rec(". ".join(f"word{i} follows" for i in range(200)) + ".", refs=[{"text": "a short reference answer here that has ten words", "correct": True}]), "verbosity", "Response far longer than the reference"),
         (rec("D", choices={"A": "x", "D": "y"}, mapped_output="y"), "chosen_option", "Bare answer without reasoning"),
         (rec("B", choices={"0": "A", "1": "B"}), "chosen_option", "Bare answer without reasoning"),
         (rec("42"), "bare_answer", "Bare answer without reasoning"),
@@ -120,9 +120,13 @@ def test_offline_mmlu_every_failure_categorised(mmlu_db):
     by_cat = {c: n for c, _, n in rows}
     assert sum(by_cat.values()) == 532 and None not in by_cat
     assert {v for _, v, _ in rows} == {"erroratlas-v1"}
-    # MMLU answers are bare letters: the offline analyst cannot see why they are wrong
-    assert by_cat["Hard to Analyze"] == 526
-    assert by_cat["Formatting Error"] == 6
+    # MMLU answers are bare letters: the offline analyst cannot see why they are wrong, but it
+    # names the chosen option and how it differs from the gold
+    assert by_cat["Hard to Analyze"] == 527
+    # "<ACTION></ACTION>", "C</DRESULT>" … name no option
+    assert by_cat["Formatting Error"] == 4
+    # "A. Zen" is the gold option A word for word: the scoring's miss, not the model's
+    assert by_cat["No Model Error"] == 1
     assert dupes == 0
     again = analyze(mmlu_db, "offline")
     assert (again.analysed_now, again.titles_classified) == (0, 0)
@@ -215,7 +219,7 @@ def test_cli_analyze_offline_ends_with_a_summary_line(safety_db):
     proc = run_module("taxonomy", "analyze", "--db", safety_db, "--datasets", "xstest", env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     line = proc.stdout.strip()
-    assert line.startswith("17/17 failures analysed (17 now); 3 titles classified by offline/")
+    assert line.startswith("17/17 failures analysed (17 now); 4 titles classified by offline/")
     assert "0 requests sent, 0 cache hits" in line
     assert _failure_counts(safety_db)[1] and q_analysts(safety_db) == {"offline"}
 

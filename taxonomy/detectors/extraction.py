@@ -24,6 +24,7 @@ from .base import (
     with_unit,
     word_count,
 )
+from .choice import is_multiple_choice
 from .echo import answer_part
 
 def _number_substitutes(task: str, ref: str, out: str) -> list[tuple[str, str]]:
@@ -75,7 +76,7 @@ def _short_span_substitute(task: str, ref: str, out: str) -> str | None:
         return None
     if not contains_phrase(task, ref) or contains_phrase(out, ref) or contains_phrase(ref, answer):
         return None
-    return answer if contains_phrase(task, answer) and re.search(r"[^\W\d_]", answer) else None
+    return answer if contains_phrase(task, answer) and len(re.findall(r"[^\W\d_]", answer)) >= 3 else None
 
 
 def detect_data_extraction(rec: dict) -> Finding | None:
@@ -84,6 +85,7 @@ def detect_data_extraction(rec: dict) -> Finding | None:
     if not out.strip() or not refs:
         return None
     task = task_of(rec)
+    multiple_choice = is_multiple_choice(rec)
     per_ref = []
     for ref in refs:
         evidence: list[Evidence] = []
@@ -92,7 +94,8 @@ def detect_data_extraction(rec: dict) -> Finding | None:
         missing, mislabelled = _entity_errors(task, ref, out)
         evidence += [Evidence("Labels the entity as the reference does", q) for q in mislabelled]
         evidence += [Evidence(f"Extracts \"{m}\" from the input") for m in missing]
-        span = _short_span_substitute(task, ref, out)
+        # a multiple-choice answer is a choice among the options, not a span pulled from the passage
+        span = None if multiple_choice else _short_span_substitute(task, ref, out)
         if span:
             evidence.append(Evidence(f"Gives \"{ref.strip()}\", as the passage does", out[out.find(span):out.find(span) + len(span)]))
         per_ref.append(evidence)

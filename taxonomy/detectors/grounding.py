@@ -14,6 +14,7 @@ import re
 from fractions import Fraction
 
 from .base import (
+    STOPWORDS,
     Evidence,
     Finding,
     gold_refs,
@@ -58,14 +59,44 @@ def _ungrounded(out: str, source: str) -> list[str]:
     for m in _EMAIL_URL.finditer(out):
         if m.group(0).casefold().rstrip(".") not in source.casefold():
             found.append(m.group(0).rstrip("."))
+    # a capitalised word also written in lower case (in the source or the output) is a common
+    # word that starts a heading or a list item ("Plan", "Continue"), not a name
+    common = {w for w in re.findall(r"(?<![\w-])[a-z][a-z'-]+", source + "\n" + out)} | _HEADING_WORDS
     for m in _NAME.finditer(out):
         before = out[max(0, m.start() - 6):m.start()]
+        line_start = out.rfind("\n", 0, m.start()) + 1
+        line_end = out.find("\n", m.end())
+        line = out[line_start:line_end if line_end >= 0 else len(out)]
         if m.start() == 0 or (_SENTENCE_START.search(before[-3:]) and not _HONORIFIC.search(before)):
             continue
-        name_words = [w for w in re.findall(r"[A-Za-z]+", m.group(0)) if w[0].isupper()]
+        if _LINE_OPENING.fullmatch(out[line_start:m.start()]) or ("\n" in out.strip() and _is_heading(line)):
+            continue
+        name_words = [w for w in re.findall(r"[A-Za-z]+", m.group(0)) if w[0].isupper() and w.casefold() not in common]
         if name_words and all(stem(w.casefold()) not in src_stems for w in name_words):
             found.append(m.group(0))
     return list(dict.fromkeys(found))
+
+
+# words that head the sections of notes and reports
+_HEADING_WORDS = set("""assessment plan history examination exam impression diagnosis diagnoses medications medication
+    allergies vitals vital signs subjective objective summary recommendations recommendation instructions follow
+    followup findings results labs imaging procedure procedures complaint chief present illness review systems
+    social family past medical surgical physical disposition discharge education counseling orders problem
+    problems background conclusion conclusions introduction overview notes note key points""".split())
+# what may open a line before its first word: a bullet, a number, a letter label
+_LINE_OPENING = re.compile(r"\s*(?:[-*•●▪◦‣–—>+]|\(?\d+[.)]|\(?[a-zA-Z][.)]|#+)?\s*(?:\*\*)?\s*")
+
+
+def _is_heading(line: str) -> bool:
+    """A heading line (of a text with several lines): Markdown or bold, or short Title Case / CAPS
+    words ending in a colon or nothing."""
+    text = line.strip().strip("*_#").strip()
+    if not text:
+        return False
+    if line.lstrip().startswith(("#", "**")) or text.endswith(":"):
+        return True
+    words = text.split()
+    return len(words) <= 6 and not re.search(r"[.!?,;]$", text) and all(w[:1].isupper() or w.casefold() in STOPWORDS for w in words)
 
 
 def detect_hallucination(rec: dict) -> Finding | None:
