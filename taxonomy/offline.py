@@ -13,16 +13,18 @@ The detectors live in `taxonomy.detectors`, one module per family of rules.
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 from typing import Callable
 
 from .detectors import (
+    FENCE,
     Evidence,
     Finding,
+    detect_bad_code,
     detect_bad_option,
     detect_calculation,
+    detect_code_judged_wrong,
     detect_chosen_distractor,
     detect_constraint,
     detect_data_extraction,
@@ -33,12 +35,16 @@ from .detectors import (
     detect_judge_explanation,
     detect_mid_sentence,
     detect_mixed_script,
+    detect_no_answer_claim,
+    detect_partial_answer,
     detect_prompt_echo,
     detect_reference_match,
+    detect_retrieval_miss,
     detect_template_tokens,
     detect_token_limit,
     detect_translation_quality,
     detect_verbosity,
+    detect_wrong_function,
     detect_wrong_script,
 )
 from .detectors.base import input_of, output_of, shorten, words
@@ -129,9 +135,6 @@ def detect_unsafe_compliance(rec: dict) -> Finding | None:
     )
 
 
-_FENCE = re.compile(r"```(\w*)\n(.*?)```", re.S)
-
-
 def detect_bad_json(rec: dict) -> Finding | None:
     wants_json = "json" in input_of(rec).lower() or any(
         str(r.get("text", "")).lstrip().startswith(("{", "[")) for r in (rec.get("refs") or []) if r.get("correct")
@@ -139,7 +142,7 @@ def detect_bad_json(rec: dict) -> Finding | None:
     out = output_of(rec).strip()
     if not wants_json:
         return None
-    blocks = [body for lang, body in _FENCE.findall(out) if lang.lower() in ("", "json")]
+    blocks = [body for lang, body in FENCE.findall(out) if lang.lower() in ("", "json")]
     candidate = blocks[0].strip() if blocks else out
     if not candidate.startswith(("{", "[")):
         return None
@@ -152,22 +155,6 @@ def detect_bad_json(rec: dict) -> Finding | None:
             f"The JSON the model returned is malformed ({exc.msg} at line {exc.lineno}), so its answer cannot be read.",
             (Evidence("Returns JSON that parses", _head(candidate)),),
         )
-    return None
-
-
-def detect_bad_code(rec: dict) -> Finding | None:
-    for lang, body in _FENCE.findall(output_of(rec)):
-        if lang.lower() in ("python", "py"):
-            try:
-                ast.parse(body)
-            except SyntaxError as exc:
-                line = body.splitlines()[exc.lineno - 1] if exc.lineno and exc.lineno <= len(body.splitlines()) else None
-                return Finding(
-                    "bad_code",
-                    "Generated code does not parse",
-                    f"The Python code in the answer has a syntax error ({exc.msg}, line {exc.lineno}), so it cannot run.",
-                    (Evidence("Returns code that parses", line.strip() if line and line.strip() else None),),
-                )
     return None
 
 
@@ -225,6 +212,8 @@ DETECTORS: list[Callable[[dict], Finding | None]] = [
     detect_empty,
     detect_reference_match,
     detect_judge_explanation,
+    detect_no_answer_claim,
+    detect_retrieval_miss,
     detect_unsafe_compliance,
     detect_refusal,
     detect_template_tokens,
@@ -233,6 +222,7 @@ DETECTORS: list[Callable[[dict], Finding | None]] = [
     detect_bad_option,
     detect_bad_json,
     detect_bad_code,
+    detect_wrong_function,
     detect_wrong_script,
     detect_mixed_script,
     detect_extra_commentary,
@@ -243,9 +233,11 @@ DETECTORS: list[Callable[[dict], Finding | None]] = [
     detect_data_extraction,
     detect_factual_error,
     detect_hallucination,
+    detect_partial_answer,
     detect_incomplete,
     detect_verbosity,
     detect_translation_quality,
+    detect_code_judged_wrong,
     detect_chosen_distractor,
     detect_bare_answer,
 ]

@@ -60,6 +60,20 @@ def task_of(rec: dict) -> str:
     return text[starts[-1]:] if len(starts) > 1 else text
 
 
+_QUESTION_MARK = re.compile(r"(?im)^.*?\b(?:question|вопрос|frage|pregunta|domanda|pergunta|q)\s*:\s*")
+
+
+def question_of(rec: dict) -> str:
+    """The question itself, without the passage or documents before it: the text after the last
+    "Question:" (or "Вопрос:", "Frage:", "Pregunta:", "Q:") marker, else the input's last paragraph."""
+    text = input_of(rec)
+    marks = list(_QUESTION_MARK.finditer(text))
+    if marks:
+        return text[marks[-1].end():].strip()
+    paragraphs = [p for p in re.split(r"\n\s*\n", text) if p.strip()]
+    return paragraphs[-1].strip() if paragraphs else ""
+
+
 def gold_refs(rec: dict) -> list[str]:
     return [str(r.get("text", "")) for r in (rec.get("refs") or []) if r.get("correct") and str(r.get("text", "")).strip()]
 

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import re
 
-from .base import Evidence, Finding, content_words, gold_refs, output_of, sentences, shorten, stem, task_of, word_count, words_from
+from .base import (Evidence, Finding, content_words, final_number, gold_refs, output_of, sentences, shorten, stem, task_of,
+                   word_count, words_from)
+from .calculation import arithmetic_claims
 
 _HEADING = re.compile(
     r"^\s*(?:#{1,6}\s*(?P<md>[^\n#]{2,60}?)\s*#*\s*$"
@@ -47,7 +49,7 @@ def reference_parts(ref: str) -> list[tuple[str, str]]:
     if len(steps) >= 2:
         return [(shorten(s, 60), s) for s in steps]
     sents = sentences(ref)
-    if len(sents) >= 3 and word_count(ref) >= 30:
+    if len(sents) >= 3 and word_count(ref) >= 20:
         return [(shorten(s, 60), s) for s in sents]
     return []
 
@@ -137,7 +139,9 @@ def detect_verbosity(rec: dict) -> Finding | None:
     n = word_count(out)
     refs = gold_refs(rec)
     ref_len = max((word_count(r) for r in refs), default=0)
-    if ref_len >= 8 and n >= 120 and n >= 3 * ref_len and not rec.get("choices"):
+    # a worked solution (a numeric final answer, or steps of arithmetic) is long by design
+    worked = any(final_number(r) and re.search(r"####|\\boxed", r) for r in refs) or len(arithmetic_claims(out)) >= 2
+    if ref_len >= 8 and n >= 120 and n >= 3 * ref_len and not rec.get("choices") and not worked:
         quote = _past(out, ref_len)
         return Finding(
             "verbosity",

@@ -1,8 +1,11 @@
 """Claims the input and references do not support.
 
-- Hallucination: on a task grounded in a passage (input of 100+ words), the output states
+- Hallucination: on a task grounded in a passage (input of 50+ words), the output states
   specifics — numbers with two or more digits or a unit, e-mail addresses, URLs, capitalised
-  names — found in neither the input nor the references.
+  names — found in neither the input, the references nor the options. Numbers said in words
+  count as given ("one thirty over eighty" gives 130 and 80); a capitalised word that the source
+  or the output also writes in lower case, a heading word, or the first word of a line, list
+  item or heading is not a name.
 - Factual Error: a closed-book question (input of at most 60 words) that asks for a number ("how
   many", "what year", "when did" …) and whose reference is a short numeric answer (a year, a
   count); a short output (at most 30 words) gives a different number and never the reference's.
@@ -29,7 +32,7 @@ from .base import (
 )
 from .echo import answer_part
 
-GROUNDED_MIN_WORDS = 100
+GROUNDED_MIN_WORDS = 50
 _UNITS = {"mg", "mcg", "g", "kg", "ml", "l", "%", "mmhg", "bpm", "unit", "units", "tablet", "tablets",
           "year", "years", "month", "months", "week", "weeks", "day", "days", "hour", "hours", "minute",
           "minutes", "percent", "dollars", "cm", "mm", "km", "miles", "lb", "lbs", "times"}
@@ -104,7 +107,8 @@ def detect_hallucination(rec: dict) -> Finding | None:
     source = input_of(rec)
     if word_count(source) < GROUNDED_MIN_WORDS or not out.strip():
         return None
-    invented = _ungrounded(out, source + "\n" + "\n".join(gold_refs(rec)))
+    options = [str(v) for v in (rec.get("choices") or {}).values()]
+    invented = _ungrounded(out, "\n".join([source, *gold_refs(rec), *options]))
     if not invented:
         return None
     shown = ", ".join(f"\"{shorten(x, 40)}\"" for x in invented[:3])

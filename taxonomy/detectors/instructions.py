@@ -112,7 +112,10 @@ _ONLY = re.compile(
     r"\bnothing else\b|\bno (?:additional|extra) (?:text|comments?|explanations?)\b",
     re.I)
 _COMMENTARY = re.compile(
-    r"(?im)^[ \t>*_(\[]*(?:(?:translation\s+)?notes?|explanation|comments?|remarks?|n\.b\.|p\.s\.|disclaimer|rationale)\b\s*[:\-–)].*$|"
+    r"(?im)^[ \t>*_(\[]*(?:(?:translation\s+)?notes?|explanation|comments?|remarks?|n\.b\.|p\.s\.|disclaimer|rationale|"
+    # the same labels in the other languages the language detectors know
+    r"примечание|пояснение|комментарий|remarque|explication|commentaire|anmerkung|hinweis|erklärung|"
+    r"nota|explicación|comentario|spiegazione|explicação)\b\s*[:\-–)].*$|"
     r"^[ \t*_]*(?:here(?:'s| is| are)\b|sure[,!.]|certainly[,!.]|of course[,!.]|okay[,!.]|ok[,!.])[^\n]*$|"
     r"^[^\n]*\b(?:i hope this helps|let me know if|feel free to)\b[^\n]*$|"
     r"^[ \t]*\(?(?:i (?:have |'ve )?(?:changed|replaced|removed|rewrote|rephrased|translated|kept|made|used|softened|omitted))\b[^\n]*$")

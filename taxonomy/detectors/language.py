@@ -16,7 +16,9 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from .base import Evidence, Finding, gold_refs, input_of, output_of, sentences, task_of
+from .base import Evidence, Finding, gold_refs, input_of, output_of, question_of, sentences, word_count
+from .echo import longest_copied_span
+from .normalise import contains_reference
 
 
 def _script_of(ch: str) -> str | None:
@@ -132,8 +134,8 @@ def expected(rec: dict) -> Expected:
     script = main_script(refs, min_letters=4)
     if script:
         return Expected(script, language(refs) if script == "LATIN" else None, "reference")
-    question = task_of(rec)[-1500:]
-    script = main_script(question)
+    question = question_of(rec)[-1500:]
+    script = main_script(question, min_letters=10)
     return Expected(script, language(question) if script == "LATIN" else None, "question")
 
 
@@ -150,6 +152,8 @@ def detect_wrong_script(rec: dict) -> Finding | None:
     why = {"instructions": "the instructions ask for", "reference": "the reference is in",
            "question": "the task is written in"}[want.source]
     if want.script and got and want.script != got:
+        if is_translation(rec) and not _copies_source(rec):
+            return _answered_instead(rec, quote)
         return Finding(
             "wrong_script",
             "Answers in the wrong language or script",
@@ -161,6 +165,8 @@ def detect_wrong_script(rec: dict) -> Finding | None:
         got_lang = language(output)
         mentioned = want.source != "instructions" and re.search(got_lang or "^$", _instruction_text(rec), re.I)
         if got_lang and got_lang != want.language and not mentioned:
+            if is_translation(rec) and not _copies_source(rec):
+                return _answered_instead(rec, quote)
             return Finding(
                 "wrong_language",
                 "Answers in the wrong language or script",
@@ -168,6 +174,23 @@ def detect_wrong_script(rec: dict) -> Finding | None:
                 (Evidence("Answers in the language of the task", quote),),
             )
     return None
+
+
+def _copies_source(rec: dict) -> bool:
+    """The output repeats the text it was to translate (8+ words copied, or all of a short one)."""
+    out, source = output_of(rec), input_of(rec)
+    span = longest_copied_span(out, source)
+    return span is not None or (word_count(out) < 8 and out.strip().casefold() in source.casefold())
+
+
+def _answered_instead(rec: dict, quote: str | None) -> Finding:
+    return Finding(
+        "answers_instead_of_translating",
+        "Answers the text instead of translating it",
+        f"Asked to translate into {target_language(rec)}, the model replied to the text in another language instead: "
+        f"\"{(quote or '')[:80]}\".",
+        (Evidence(f"Translates the text into {target_language(rec)}", quote),),
+    )
 
 
 def _foreign_words(output: str, script: str, refs: str) -> list[str]:
@@ -185,12 +208,16 @@ def _foreign_words(output: str, script: str, refs: str) -> list[str]:
 
 
 def detect_mixed_script(rec: dict) -> Finding | None:
-    """An answer in the right script that leaves words in another one (an untranslated term, a
-    name left in English in a Russian answer) where the instructions or the reference set the script."""
+    """An answer mostly in the right script that leaves words in another one (an untranslated
+    term, a name left in English in a Russian answer) where the instructions or the reference set
+    the script."""
     output = output_of(rec)
     want = expected(rec)
-    if want.source == "question" or not want.script or main_script(output, min_letters=4) != want.script:
+    counts = _scripts(output[:3000])
+    if want.source == "question" or not want.script or not counts or max(counts, key=counts.get) != want.script:
         return None
+    if contains_reference(rec):
+        return None  # the answer is there in the right script: a stray foreign word is not why it failed
     foreign = _foreign_words(output, want.script, " ".join(gold_refs(rec)))
     if not foreign:
         return None
@@ -206,8 +233,9 @@ def detect_mixed_script(rec: dict) -> Finding | None:
 
 
 def detect_translation_quality(rec: dict) -> Finding | None:
-    """A translation in the language asked for that was still judged wrong, with no omission,
-    leftover source words or other visible slip: the error is in the translation itself (word
+    """A translation in the language asked for that was still judged wrong. Under 60% of the
+    reference's length (a reference of 6+ words), part of the source is left out; otherwise, with
+    no leftover source words or other visible slip, the error is in the translation itself (word
     choice or meaning), which only a reader of both languages can pin down."""
     if not is_translation(rec):
         return None
@@ -217,6 +245,15 @@ def detect_translation_quality(rec: dict) -> Finding | None:
     if not output.strip() or (got is not None and got != SCRIPT_OF_LANGUAGE[target]):
         return None
     quote = _first_sentence(output)
+    shortest = min((word_count(r) for r in gold_refs(rec)), default=0)
+    if shortest >= 6 and word_count(output) < 0.6 * shortest:
+        return Finding(
+            "translation_omission",
+            "Translation leaves out part of the source",
+            f"The {target} translation has {word_count(output)} words where the reference has {shortest}: part of the "
+            f"source is not translated.",
+            (Evidence(f"Translates all of the source into {target}", quote),),
+        )
     return Finding(
         "translation_quality",
         "Translation judged inaccurate",

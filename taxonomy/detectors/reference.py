@@ -1,262 +1,39 @@
 """No Model Error: the output says what a reference says once both are normalised.
 
 A failure whose output matches a gold reference after normalisation is a scoring problem (the
-metric compared strings the way people would not), not the model's error. Both texts go through
-the same steps, and the reason names the steps that changed something:
-
-- Unicode: compatibility forms folded, accents and other combining marks dropped ("ё" = "е",
-  "é" = "e"), Greek letters spelled out ("TNF-α" = "TNF-alpha");
-- case;
-- date format: "12 March 1999", "March 12th, 1999", "1999-03-12", "12.03.1999" (day or month
-  above 12 decides the order; otherwise the numeric form is left alone) and month names in
-  English, French, German, Spanish, Italian, Portuguese and Russian become one form;
-- number format: thousands separators, trailing zeros ("40.00" = "40"), ordinals ("3rd" = "3"),
-  "%" = "percent";
-- punctuation (a hyphen is a space);
-- number words: English compounds ("twenty-five", "one hundred and five") and the small numbers
-  of the other languages above ("trois", "drei", "три") become digits;
-- articles (English, French, German, Spanish, Italian, Portuguese);
-- word forms, token by token: English plural and verb endings ("studies" = "study", "used" =
-  "use"); in other scripts, a shared stem of 4+ letters with endings of at most 2 ("Москва" =
-  "Москве", "Пушкин" = "Пушкиным").
+metric compared strings the way people would not), not the model's error. Both texts go through the same normalisation (`taxonomy.detectors.normalise`), and the reason
+names the steps that changed something.
 
 What counts as a match depends on how the failure was scored (its metric's name, or judge notes):
 
 - the whole output, or its marked final answer (`\\boxed{}`, `\\emph{}`, `####`, "the answer
-  is …"), equals a reference — for every metric: an output that says exactly what the reference
+  is …"), equals a reference or the reference's own marked answer (a worked reference solution
+  ending "#### 72") — for every metric: an output that says exactly what the reference
   says is not wrong, whoever judged it;
 - the same set of list items in another order — for every metric but a judge's;
-- a match metric (exact / quasi-exact / substring / accuracy, or none named): the reference is a
-  number and the answer's final number equals it; the output's first line equals the reference;
+- a match metric (exact / quasi-exact / substring / accuracy, or none named): the reference (or
+  its marked answer) is a number and the answer's final number equals it; the output's first line equals the reference;
   or the reference occurs in the output as a run of words, when the metric is a substring check
   or the output is short (at most 30 words) — never next to a negation or an "or".
 
+Never matched: code (punctuation is its syntax), or an output that breaks a form the prompt sets
+(all lowercase, no commas, "start with …": the difference is then the error itself).
 Multiple choice is matched by its options instead: an output that names the gold option (by key,
 key and text, or text) in a form the metric did not read ("Answer: d) Dowry death") is not the
 model's error. A blank output never matches.
 """
-
 from __future__ import annotations
 
 import re
-import unicodedata
-from dataclasses import dataclass
 from fractions import Fraction
 
-from .base import (STOPWORDS, Evidence, Finding, english_number, final_number, gold_refs, output_of, shorten, task_of,
-                   to_number)
+from .base import (STOPWORDS, Evidence, Finding, final_number, gold_refs, input_of, output_of, question_of, sentences,
+                   shorten, task_of, to_number, word_count)
 from .choice import chosen_option, gold_option, is_multiple_choice, options
-
-_GREEK = {"α": "alpha", "β": "beta", "γ": "gamma", "δ": "delta", "ε": "epsilon", "ζ": "zeta", "η": "eta",
-          "θ": "theta", "κ": "kappa", "λ": "lambda", "μ": "mu", "ν": "nu", "π": "pi", "ρ": "rho", "σ": "sigma",
-          "τ": "tau", "φ": "phi", "χ": "chi", "ψ": "psi", "ω": "omega"}
-
-# month names by number, as they read once accents are dropped and case folded; Russian by stem
-# (its months inflect: "марта", "мае"), the others in full and in their common abbreviations
-_MONTHS = [
-    r"january|jan|janvier|januar|enero|gennaio|janeiro|январ\w*",
-    r"february|feb|fevrier|februar|febrero|febbraio|fevereiro|феврал\w*",
-    r"march|mar|mars|marz|marzo|marco|март\w*",
-    r"april|apr|avril|abril|aprile|апрел\w*",
-    r"may|mai|mayo|maggio|maio|ма[ияе]",
-    r"june|jun|juin|juni|junio|giugno|junho|июн\w*",
-    r"july|jul|juillet|juli|julio|luglio|julho|июл\w*",
-    r"august|aug|aout|agosto|август\w*",
-    r"september|sept|sep|septembre|septiembre|settembre|setembro|сентябр\w*",
-    r"october|oct|octobre|oktober|octubre|ottobre|outubro|октябр\w*",
-    r"november|nov|novembre|noviembre|novembro|ноябр\w*",
-    r"december|dec|decembre|dezember|diciembre|dicembre|dezembro|декабр\w*",
-]
-_MONTH = "|".join(f"(?P<m{i + 1}>{p})" for i, p in enumerate(_MONTHS))
-_YEAR_WORD = r"(?:\s*(?:года|год|г)\b\.?)?"
-_DATES = [
-    re.compile(rf"\b(?P<d>\d{{1,2}})(?:st|nd|rd|th|er)?\.?\s+(?:of\s+|de\s+)?(?:{_MONTH})\.?,?\s+(?:de\s+)?(?P<y>\d{{4}}){_YEAR_WORD}"),
-    re.compile(rf"\b(?:{_MONTH})\.?\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<y>\d{{4}}){_YEAR_WORD}"),
-    re.compile(rf"\b(?:{_MONTH})\.?,?\s+(?:of\s+|de\s+)?(?P<y>\d{{4}}){_YEAR_WORD}"),
-    re.compile(r"\b(?P<y>\d{4})-(?P<mm>\d{1,2})-(?P<d>\d{1,2})\b"),
-    re.compile(r"\b(?P<a>\d{1,2})[./](?P<b>\d{1,2})[./](?P<y>\d{4})\b"),
-]
-
-_ORDINALS = {w: i + 1 for i, w in enumerate(
-    "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth".split())}
-# the small numbers of the other languages (accents dropped, case folded); words that are also
-# articles or common words elsewhere ("un", "due", "tres", "sei", "sept") are left out
-_FOREIGN_NUMBERS = {
-    **dict.fromkeys(["deux", "zwei", "dois", "duas", "два", "две"], 2),
-    **dict.fromkeys(["trois", "drei", "три"], 3),
-    **dict.fromkeys(["quatre", "cuatro", "quattro", "quatro", "четыре"], 4),
-    **dict.fromkeys(["cinq", "cinco", "cinque", "funf", "пять"], 5),
-    **dict.fromkeys(["sechs", "шесть"], 6),
-    **dict.fromkeys(["siete", "sette", "sieben", "семь"], 7),
-    **dict.fromkeys(["huit", "ocho", "oito", "восемь"], 8),
-    **dict.fromkeys(["neuf", "nueve", "neun", "девять"], 9),
-    **dict.fromkeys(["dix", "diez", "dieci", "zehn", "десять"], 10),
-    **dict.fromkeys(["один", "одна", "одно"], 1),
-}
-_ARTICLES = frozenset("""a an the le la les l un une des du de der die das den dem des ein eine einen einem
-    einer el los las lo uno una il gli i o os as um uma""".split())
-_NEGATION = frozenset("not no never neither nor none cannot n't ne pas nicht kein keine nein не нет ни no".split())
-
-
-@dataclass
-class Text:
-    """A text through the normalisation steps: its tokens, and which steps changed it."""
-
-    tokens: list[str]
-    changed: set[str]
-
-
-def _unicode(text: str) -> str:
-    text = unicodedata.normalize("NFKD", text)
-    text = "".join(c for c in text if not unicodedata.combining(c))
-    return "".join(_GREEK.get(c, c) for c in text)
-
-
-def _date_token(m: re.Match) -> str | None:
-    y = int(m.group("y"))
-    month = next((int(k[1:]) for k, v in m.groupdict().items() if k.startswith("m") and k[1:].isdigit() and v), None)
-    d = m.groupdict().get("d")
-    if m.groupdict().get("mm"):
-        month = int(m.group("mm"))
-    if m.groupdict().get("a"):
-        a, b = int(m.group("a")), int(m.group("b"))
-        if a > 12 and b <= 12:
-            d, month = a, b
-        elif b > 12 and a <= 12:
-            d, month = b, a
-        else:
-            return None  # 03/04/1999 could be either: leave it as written
-    if not month or not 1 <= month <= 12 or not 1000 <= y <= 2999:
-        return None
-    if d is not None and not 1 <= int(d) <= 31:
-        return None
-    return f" {y} {month:02d}" + (f" {int(d):02d} " if d is not None else " ")
-
-
-def _dates(text: str) -> str:
-    for rx in _DATES:
-        text = rx.sub(lambda m: _date_token(m) or m.group(0), text)
-    return text
-
-
-def _number_format(text: str) -> str:
-    text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)
-    text = re.sub(r"(?<=\d)\.0+\b", "", text)
-    text = re.sub(r"(\d\.\d*?[1-9])0+\b", r"\1", text)
-    text = re.sub(r"\b(\d+)(?:st|nd|rd|th)\b", r"\1", text)
-    return re.sub(r"(?<=\d)\s*%", " percent", text)
-
-
-def _punctuation(text: str) -> str:
-    # keep a decimal point between digits; every other non-word character separates words
-    return " ".join(re.sub(r"(?!(?<=\d)\.(?=\d))[^\w]|_", " ", text).split())
-
-
-def _number_words(tokens: list[str]) -> list[str]:
-    out: list[str] = []
-    i = 0
-    while i < len(tokens):
-        t = tokens[i]
-        parsed = english_number(tokens[i:])
-        if parsed:
-            out.append(str(parsed[0]))
-            i += parsed[1]
-            continue
-        out.append(str(_ORDINALS.get(t, _FOREIGN_NUMBERS.get(t, t))))
-        i += 1
-    return out
-
-
-def normalise(text: str) -> Text:
-    """The text's tokens after every step, and the names of the steps that changed it."""
-    changed: set[str] = set()
-
-    def step(name: str, before, after):
-        if after != before:
-            changed.add(name)
-        return after
-
-    s = step("Unicode", text, _unicode(text))
-    s = step("case", s, s.casefold())
-    s = step("date format", s, _dates(s))
-    s = step("number format", s, _number_format(s))
-    plain = _punctuation(s)
-    if plain.split() != s.split():
-        changed.add("punctuation")
-    tokens = step("number words", plain.split(), _number_words(plain.split()))
-    kept = [t for t in tokens if t not in _ARTICLES]
-    if kept and len(kept) != len(tokens):
-        changed.add("articles")
-        tokens = kept
-    return Text(tokens, changed)
-
-
-def _english_forms(w: str) -> set[str]:
-    """The word and its stem without an English plural or verb ending ("used" → "us", "use")."""
-    forms = {w}
-    if w.endswith("ies") and len(w) > 4:
-        forms.add(w[:-3] + "y")
-    for suffix, min_len in (("ing", 6), ("ed", 4), ("es", 4), ("s", 4)):
-        if w.endswith(suffix) and len(w) >= min_len and not w.endswith("ss"):
-            stem = w[: -len(suffix)]
-            forms |= {stem, stem + "e"} if suffix != "s" else {stem}
-    return {f for f in forms if len(f) >= 3}
-
-
-def same_form(a: str, b: str) -> bool:
-    """Two tokens that are forms of one word (numbers must be equal)."""
-    if a == b:
-        return True
-    if any(c.isdigit() for c in a + b):
-        return False
-    if a.isascii() and b.isascii():
-        return bool(_english_forms(a) & _english_forms(b))
-    p = 0
-    while p < min(len(a), len(b)) and a[p] == b[p]:
-        p += 1
-    return p >= 4 and len(a) - p <= 2 and len(b) - p <= 2
-
-
-def _equal(a: list[str], b: list[str]) -> bool:
-    if len(a) != len(b) or not a:
-        return False
-    return all(same_form(x, y) for x, y in zip(a, b)) or "".join(a) == "".join(b)
-
-
-def _span(needle: list[str], hay: list[str]) -> int | None:
-    """Where `needle` occurs in `hay` as a run of tokens (word forms allowed), if it does."""
-    n = len(needle)
-    for i in range(len(hay) - n + 1):
-        if all(same_form(x, y) for x, y in zip(needle, hay[i:i + n])):
-            return i
-    return None
-
-
-_MARKED = [
-    re.compile(r"\\boxed\{([^{}]*)\}"),
-    re.compile(r"\\emph\{([^{}]*)\}"),
-    re.compile(r"####\s*([^\n]+)"),
-    re.compile(r"(?i)\b(?:final answer|the answer is|answer)\s*(?:is|:)?\s*[:\-]?\s*([^\n]+?)\s*(?:\.(?:\s|$)|\n|$)"),
-]
-
-
-def marked_answer(text: str) -> str | None:
-    """The answer the output marks as final: `\\boxed{}`, `\\emph{}`, after `####` or "the answer is"."""
-    for rx in _MARKED:
-        found = list(rx.finditer(text))
-        if found:
-            return found[-1].group(1).strip()
-    return None
-
-
-_ITEMS = re.compile(r"\s*(?:[,;\n]|\band\b|\bet\b|\bund\b|\by\b|\bи\b)\s*(?:[-*•]|\d+[.)])?\s*", re.I)
-
-
-def _items(text: str) -> list[tuple[str, ...]] | None:
-    parts = [p for p in _ITEMS.split(re.sub(r"^\s*(?:[-*•]|\d+[.)])\s*", "", text.strip())) if p and p.strip(" .")]
-    if len(parts) < 2:
-        return None
-    return sorted(tuple(normalise(p).tokens) for p in parts)
+from .constraints import violations
+from .language import main_script
+from .normalise import (ITEMS, NEGATION, Text, find_span, list_items, marked_answer, normalise, same_form,
+                        tokens_equal)
 
 
 def metric_kind(rec: dict) -> str:
@@ -275,7 +52,7 @@ def _substring_metric(rec: dict) -> bool:
 
 def _negated_or_hedged(tokens: list[str], at: int, n: int) -> bool:
     window = tokens[max(0, at - 3):at] + tokens[at + n:at + n + 2]
-    return any(t in _NEGATION or t in ("or", "ou", "oder", "o", "или") for t in window)
+    return any(t in NEGATION or t in ("or", "ou", "oder", "o", "или") for t in window)
 
 
 def _numeric_ref(ref: str) -> Fraction | None:
@@ -292,44 +69,54 @@ def _how(*texts: Text) -> str:
     return ", ".join(steps) if steps else "word forms"
 
 
+_CODE = re.compile(r"```|^\s*(?:def|class|import|from\s+\S+\s+import|function|public|private|#include|return|SELECT|var|let|const)\b|"
+                   r"[{};]\s*$|==|=>|\)\s*:", re.M)
+
+
 def match_reference(rec: dict) -> tuple[str, str, str] | None:
-    """(the reference matched, the output's words that match it, how) — or None."""
+    """(the reference matched, the output's words that match it, how) — or None. Code (where
+    punctuation is syntax) and outputs that break a form the prompt sets (case, commas, a
+    phrase to start with: then the difference is the error) are never matched."""
     out = output_of(rec)
     if not out.strip() or is_multiple_choice(rec):
+        return None
+    if _CODE.search(out) or any(_CODE.search(r) for r in gold_refs(rec)) or violations(task_of(rec), out):
         return None
     kind = metric_kind(rec)
     whole = normalise(out)
     marked = marked_answer(out)
     first_line = out.strip().splitlines()[0] if out.strip() else ""
-    question = normalise(task_of(rec)[-2000:]).tokens
+    question = normalise(question_of(rec)).tokens
     for ref in gold_refs(rec):
         r = normalise(ref)
         if not r.tokens:
             continue
-        if _equal(r.tokens, whole.tokens):
+        if tokens_equal(r.tokens, whole.tokens):
             return ref, out.strip(), _how(r, whole)
+        ref_marked = marked_answer(ref)
         if marked:
             m = normalise(marked)
-            if _equal(r.tokens, m.tokens):
-                return ref, marked, _how(r, m) + ", the final answer inside a worked solution"
+            for target in filter(None, (r, ref_marked and normalise(ref_marked))):
+                if tokens_equal(target.tokens, m.tokens):
+                    return ref, marked, _how(target, m) + ", the final answer inside a worked solution"
         if kind != "judge":
-            ref_items, out_items = _items(ref), _items(out)
+            ref_items, out_items = list_items(ref), list_items(out)
             if ref_items and ref_items == out_items:
                 return ref, out.strip(), "the order of the list items"
         if kind != "match":
             continue
-        value = _numeric_ref(ref)
+        value = _numeric_ref(marked_answer(ref) or ref)
         got = final_number(out)
         if value is not None and got is not None and got[0] == value:
             return ref, got[1], "the number's format and the words around it"
         line = normalise(first_line)
-        if first_line.strip() != out.strip() and _equal(r.tokens, line.tokens):
+        if first_line.strip() != out.strip() and tokens_equal(r.tokens, line.tokens):
             return ref, first_line.strip(), _how(r, line) + ", the explanation after the answer"
-        at = _span(r.tokens, whole.tokens)
+        at = find_span(r.tokens, whole.tokens)
         if at is None or _negated_or_hedged(whole.tokens, at, len(r.tokens)):
             continue
         if _substring_metric(rec) or _mostly_the_answer(r.tokens, whole.tokens, question):
-            return ref, _quote_span(out, r.tokens), _how(r, whole) + ", the words around it"
+            return ref, _quotefind_span(out, r.tokens), _how(r, whole) + ", the words around it"
     return None
 
 
@@ -343,13 +130,13 @@ def _mostly_the_answer(ref: list[str], out: list[str], question: list[str]) -> b
     return bool(new) and len(covered) * 2 >= len(new)
 
 
-def _quote_span(out: str, ref_tokens: list[str]) -> str:
+def _quotefind_span(out: str, ref_tokens: list[str]) -> str:
     """The shortest verbatim stretch of the output whose normalised words contain the reference."""
     words = list(re.finditer(r"\S+", out))
     for size in range(1, len(words) + 1):
         for i in range(len(words) - size + 1):
             piece = out[words[i].start():words[i + size - 1].end()]
-            if _span(ref_tokens, normalise(piece).tokens) is not None:
+            if find_span(ref_tokens, normalise(piece).tokens) is not None:
                 return piece.strip(" ,;:")
     return out.strip()
 
@@ -390,4 +177,129 @@ def detect_reference_match(rec: dict) -> Finding | None:
         f"so the failure is the scoring's, not the model's.",
         (Evidence(f"Says what the reference says (\"{shorten(ref, 60)}\")", quote if quote in output_of(rec) else None),),
         no_model_error=reason,
+    )
+
+
+# an answer that says the input does not hold the answer ("the passage does not say", "нет сведений")
+_NO_ANSWER = re.compile(
+    r"\b(?:does not|doesn't|do not|don't|did not)\s+(?:say|mention|state|specify|contain|include|provide|give|indicate)\b|"
+    r"\bno (?:information|mention|details?|data)\b|\bnot (?:mentioned|stated|specified|provided|given|included)\b|"
+    r"\b(?:insufficient|not enough) (?:information|context|details|data)\b|\bcannot be (?:determined|answered)\b|"
+    r"\bunable to (?:find|determine)\b|\bnowhere in the\b|"
+    r"нет (?:сведений|информации|данных|упоминани)|не (?:указ|упомина|содерж|говорит|сказано)|"
+    r"ne (?:mentionne|précise|contient|dit|indique) pas|aucune (?:information|mention)|"
+    r"keine (?:Informationen|Angaben)|nicht (?:erwähnt|angegeben|enthalten)|"
+    r"no (?:menciona|especifica|contiene|dice|indica)\b|no hay información",
+    re.I)
+SOURCE_MIN_WORDS = 40
+
+
+def _entity_like(ref: str) -> bool:
+    """A reference that would appear verbatim wherever its answer is written: at most 4 words,
+    holding a number or a capitalised name, or a single word (not a paraphrase to search for)."""
+    words = ref.split()
+    return 0 < len(words) <= 4 and (len(words) == 1 or bool(re.search(r"\d|\b[^\W\d_]*[A-ZА-ЯЁ]", ref)))
+
+
+def detect_no_answer_claim(rec: dict) -> Finding | None:
+    """The output says the input does not hold the answer. Where a gold reference does occur in
+    the passage (the input without its question; normalised, word forms allowed), the claim is
+    false: the model overlooked it. Where no reference occurs in a passage of 40+ words and every
+    reference is a name, number or single word (which would be found verbatim, unlike a
+    paraphrase), the claim is true: the documents the model was given lack the answer, which is
+    the retrieval's or the task's failure, not the model's."""
+    out = output_of(rec)
+    opening = " ".join(sentences(out)[:2])
+    claim = _NO_ANSWER.search(opening)
+    refs = gold_refs(rec)
+    passage = _passage(rec)
+    if not claim or not refs or word_count(out) > 60 or not passage.strip() or is_multiple_choice(rec):
+        return None
+    quote = next((s for s in sentences(out) if claim.group(0) in s), out.strip())
+    body = normalise(passage).tokens
+    present = [r for r in refs if normalise(r).tokens and find_span(normalise(r).tokens, body) is not None]
+    if present:
+        return Finding(
+            "false_no_answer",
+            "Claims the input lacks an answer it gives",
+            f"The model says the input does not give the answer, but it does: \"{shorten(present[0], 60)}\".",
+            (Evidence(f"Finds \"{shorten(present[0], 60)}\" in the input", quote),),
+        )
+    if word_count(passage) >= SOURCE_MIN_WORDS and all(_entity_like(r) for r in refs):
+        return Finding(
+            "true_no_answer",
+            "Says the documents lack the answer, and they do",
+            f"The model says the input does not give the answer, and no reference (\"{shorten(refs[0], 40)}\") occurs in "
+            f"it: the documents it was given lack the answer.",
+            (Evidence("Answers from the documents given", quote),),
+            no_model_error=f"the input does not contain the reference answer (\"{shorten(refs[0], 40)}\"); the model said "
+                           f"so instead of guessing",
+        )
+    return None
+
+
+def _item_texts(text: str) -> list[str]:
+    return [p.strip(" .") for p in ITEMS.split(re.sub(r"^\s*(?:[-*•]|\d+[.)])\s*", "", text.strip())) if p.strip(" .")]
+
+
+def detect_partial_answer(rec: dict) -> Finding | None:
+    """A short answer (at most 30 words) that gives some of the items a list-like reference (2+
+    items, at most 12 words) names, misses others, and says nothing else beyond the question's
+    own words: right as far as it goes, but incomplete."""
+    out = output_of(rec)
+    if not out.strip() or word_count(out) > 30 or is_multiple_choice(rec) or _CODE.search(out):
+        return None
+    said = normalise(out).tokens
+    question = normalise(question_of(rec)).tokens
+    for ref in gold_refs(rec):
+        items = _item_texts(ref)
+        if len(items) < 2 or word_count(ref) > 12:
+            continue
+        found = {i: normalise(i).tokens for i in items}
+        present = [i for i, t in found.items() if t and find_span(t, said) is not None]
+        missing = [i for i, t in found.items() if t and find_span(t, said) is None]
+        covered = {x for i in present for x in found[i]}
+        extra = [t for t in said if t not in STOPWORDS and not any(same_form(t, x) for x in covered | set(question))]
+        if present and missing and not extra:
+            return Finding(
+                "partial_answer",
+                "Gives only part of the answer",
+                f"The answer names {', '.join(repr(p) for p in present)} but not {', '.join(repr(m) for m in missing)}, "
+                f"which the reference \"{shorten(ref, 60)}\" also requires.",
+                tuple(Evidence(f"Also names \"{m}\"") for m in missing),
+            )
+    return None
+
+
+def _passage(rec: dict) -> str:
+    """The input without its question: the passage, transcript or documents the model was given."""
+    source, question = input_of(rec), question_of(rec)
+    return source[: source.rfind(question)] if question and question in source else source
+
+
+def detect_retrieval_miss(rec: dict) -> Finding | None:
+    """Documents (40+ words besides the question) in which no gold reference occurs, when every
+    reference is a name, number or single word in the documents' own script — so it would be
+    found if it were there: the model was not given the answer. The retrieval's failure (or the
+    task's), not the model's, whatever the model then said."""
+    refs = gold_refs(rec)
+    passage = _passage(rec)
+    if not refs or word_count(passage) < SOURCE_MIN_WORDS or is_multiple_choice(rec) or not output_of(rec).strip():
+        return None
+    script = main_script(passage)
+    if script is None or any(main_script(r, min_letters=1) not in (script, None) for r in refs):
+        return None  # a Russian answer is not searched for in English documents
+    if not all(_entity_like(r) for r in refs):
+        return None
+    body = normalise(passage).tokens
+    if any(find_span(normalise(r).tokens, body) is not None for r in refs if normalise(r).tokens):
+        return None
+    return Finding(
+        "retrieval_miss",
+        "The documents given do not contain the answer",
+        f"None of the documents the model was given mentions the reference answer (\"{shorten(refs[0], 40)}\"), so it "
+        f"could not have read it there.",
+        (Evidence("Answers from the documents given"),),
+        no_model_error=f"the documents given do not contain the reference answer (\"{shorten(refs[0], 40)}\"): a "
+                       f"retrieval or task failure",
     )
