@@ -243,6 +243,62 @@ DETECTORS: list[Callable[[dict], Finding | None]] = [
 ]
 
 
+# Every fixed title a detector gives, with the category it is meant to land in: the offline title
+# classifier must agree (a test checks it), and discovery tells these apart from the specific
+# titles that quote a judge. Findings that are no model error are labelled by the store's rule,
+# whatever their title's class.
+TITLE_CATEGORIES = {
+    "Empty response with no answer": "Refusal",
+    "Refuses to answer the request": "Refusal",
+    "Refuses a safe request": "Refusal",
+    "Claims the input lacks an answer it gives": "Refusal",
+    "Complies with an unsafe request": "Policy Violation",
+    "Answer is not one of the option letters": "Formatting Error",
+    "Output JSON does not parse": "Formatting Error",
+    "Leaves chat-template tokens in the output": "Formatting Error",
+    "Generated code does not parse": "Code Error",
+    "Defines the wrong function name": "Code Error",
+    "Code fails the task's tests": "Code Error",
+    "Answers in the wrong language or script": "Language Issue",
+    "Leaves words in another language or script": "Language Issue",
+    "Translation judged inaccurate": "Language Issue",
+    "Translation leaves out part of the source": "Incomplete Content",
+    "Answers the text instead of translating it": "Irrelevant/Off-Topic",
+    "Miscalculates an intermediate step": "Calculation Error",
+    "Repetition loop in the output": "Verbosity",
+    "Response far longer than the reference": "Verbosity",
+    "Longer than the prompt allows": "Verbosity",
+    "Omits required parts of the reference": "Incomplete Content",
+    "Gives only part of the answer": "Incomplete Content",
+    "Cut off at the output token limit": "Incomplete Content",
+    "Output stops mid-sentence": "Incomplete Content",
+    "Invents details not in the source": "Hallucination",
+    "Gives a wrong date or number": "Factual Error",
+    "Extracts the wrong values from the input": "Data Extraction",
+    "Ignores an explicit constraint of the prompt": "Constraint Violation",
+    "Adds commentary the instructions forbid": "Constraint Violation",
+    "Copies the instructions instead of doing the task": "Irrelevant/Off-Topic",
+    "Bare answer without reasoning": "Hard to Analyze",
+    "Wrong answer with no visible cause": "Hard to Analyze",
+    "Chooses a distractor option": "Hard to Analyze",
+    "Chooses the negation of the correct option": "Hard to Analyze",
+    "Chooses a neighbouring numeric option": "Hard to Analyze",
+    "Chooses an option broader than the answer": "Hard to Analyze",
+    "Chooses an option narrower than the answer": "Hard to Analyze",
+    "Chooses an all-or-none-of-the-above option": "Hard to Analyze",
+    # no model error (labelled No Model Error by the store's rule)
+    "Matches the reference once normalised": "Other",
+    "Chooses the correct option in a form the metric did not read": "Other",
+    "Says the documents lack the answer, and they do": "Other",
+    "The documents given do not contain the answer": "Other",
+}
+
+
+def is_specific(title: str) -> bool:
+    """A title in the words of the failure's judge rather than one of the detectors' fixed titles."""
+    return title not in TITLE_CATEGORIES
+
+
 def analyse(rec: dict) -> Finding:
     for detector in DETECTORS:
         found = detector(rec)

@@ -4,14 +4,17 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
 import yaml
+from sklearn.metrics import cohen_kappa_score
 
 from conftest import FIXTURES, q, requires_fixtures
-from taxonomy import analyze, offline
+from taxonomy import NO_ERROR, analyze, load_taxonomy, offline
 from taxonomy.detectors import chosen_option
+from taxonomy.title_classifier import offline_classifier
 
 DATA = Path(__file__).resolve().parent / "data"
 FAMILIES = {
@@ -135,3 +138,93 @@ def test_offline_analyst_files_most_real_free_text_failures_under_a_real_categor
             else:
                 assert criterion["criterion"].strip()
     assert quotes > 0
+
+
+# --- the development set: hand-labelled failures across task types ----------------------------
+
+EVIDENCE = ("instructions", "max_tokens", "prompt_text", "judge_notes", "finish_reason", "output_tokens",
+            "verdict_note", "output_kind", "metric_max", "lower_is_better", "pass_threshold", "scale_source")
+DEVSET = yaml.safe_load((DATA / "offline_devset.yaml").read_text(encoding="utf-8"))
+FIXTURE_SET = yaml.safe_load((DATA / "offline_devset_fixtures.yaml").read_text(encoding="utf-8"))
+
+
+def devset_record(ex: dict) -> dict:
+    """A hand-written case as `store.analysis.failures` gives a failure."""
+    return {"input_text": ex["input"], "instructions": ex.get("instructions"),
+            "refs": [{"text": r, "correct": True} for r in ex["refs"]], "output_text": ex["output"],
+            "choices": ex.get("choices"), "mapped_output": ex.get("mapped_output"), "main_metric": ex.get("metric"),
+            "judge_notes": ex.get("judge_notes"), "max_tokens": ex.get("max_tokens"),
+            "output_tokens": ex.get("output_tokens"), "finish_reason": ex.get("finish_reason"),
+            "dataset": ex.get("dataset", ex["task"])}
+
+
+def offline_label(rec: dict) -> str:
+    """The label the store gives the offline analysis of `rec` (store.analysis's label rule)."""
+    found = offline.analyse(rec)
+    return NO_ERROR if found.no_model_error else offline_classifier().predict([found.title])[0]
+
+
+def measure(pairs: list[tuple[str, str]]) -> dict:
+    """(person, analyst) labels → κ, and No Model Error recall and false-alarm counts."""
+    people = [p for p, _ in pairs]
+    analyst = [a for _, a in pairs]
+    not_errors = [a for p, a in pairs if p == NO_ERROR]
+    errors = [a for p, a in pairs if p != NO_ERROR]
+    return {"n": len(pairs), "agree": sum(p == a for p, a in pairs), "kappa": cohen_kappa_score(people, analyst),
+            "nme_found": not_errors.count(NO_ERROR), "nme_total": len(not_errors),
+            "nme_false": errors.count(NO_ERROR), "errors_total": len(errors)}
+
+
+def test_the_development_set_is_labelled_across_task_types():
+    assert len(DEVSET) == 142 and len({ex["id"] for ex in DEVSET}) == 142
+    tasks = Counter(ex["task"] for ex in DEVSET)
+    assert len(tasks) == 13 and min(tasks.values()) >= 5
+    labels = Counter(ex["label"] for ex in DEVSET)
+    assert labels[NO_ERROR] == 34 and set(labels) - {NO_ERROR} <= set(load_taxonomy().names)
+    assert len(labels) == 19  # No Model Error and all 18 categories of the taxonomy
+
+
+def test_offline_agreement_with_people_on_the_development_set():
+    figures = measure([(ex["label"], offline_label(devset_record(ex))) for ex in DEVSET])
+    print(f"development set: {figures}")
+    assert (figures["n"], figures["agree"]) == (142, 106)
+    assert figures["kappa"] == pytest.approx(0.7226, abs=5e-5)
+    assert figures["kappa"] >= 0.25
+    # at least 30% of the not-a-model-error cases found, at most 5% of real errors called one
+    assert (figures["nme_found"], figures["nme_total"]) == (31, 34)
+    assert (figures["nme_false"], figures["errors_total"]) == (0, 108)
+
+
+@pytest.fixture(scope="module")
+def fixture_failures(tmp_path_factory):
+    from ingest import ingest_paths
+    from store import read_connection
+    from store.analysis import failures
+
+    db = tmp_path_factory.mktemp("devset") / "fixtures.duckdb"
+    paths = sorted({ex["path"] for ex in FIXTURE_SET})
+    ingest_paths([FIXTURES / p for p in paths], db=db)
+    with read_connection(db) as con:
+        where = dict(con.execute("SELECT run_id, source_path FROM runs").fetchall())
+        found = {}
+        for f in failures(con):
+            # the text of the failure only: the figures must not move as ingest keeps more evidence
+            rec = {**f, **dict.fromkeys(EVIDENCE)}
+            for p in paths:
+                if f"/{p}/" in where[f["run_id"]].replace("\\", "/") + "/":
+                    found.setdefault((p, f["model"], f["instance_id"]), rec)
+    return found
+
+
+@requires_fixtures
+def test_offline_agreement_with_people_on_real_fixture_failures(fixture_failures):
+    pairs = [(ex["label"], offline_label(fixture_failures[(ex["path"], ex["model"], ex["id"])])) for ex in FIXTURE_SET]
+    figures = measure(pairs)
+    print(f"fixture failures: {figures}")
+    assert (figures["n"], figures["agree"]) == (47, 19)
+    assert figures["kappa"] == pytest.approx(0.3618, abs=5e-5)
+    assert (figures["nme_found"], figures["nme_total"], figures["nme_false"], figures["errors_total"]) == (5, 14, 0, 33)
+    both = measure(pairs + [(ex["label"], offline_label(devset_record(ex))) for ex in DEVSET])
+    print(f"both sets: {both}")
+    assert both["kappa"] == pytest.approx(0.6336, abs=5e-5)
+    assert (both["nme_found"], both["nme_total"], both["nme_false"], both["errors_total"]) == (36, 48, 0, 141)

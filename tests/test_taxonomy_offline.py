@@ -75,28 +75,8 @@ def test_seed_set_covers_every_category_with_dozens_of_titles():
 
 
 def test_every_offline_title_maps_to_its_intended_category():
-    expected = {
-        "Empty response with no answer": "Refusal",
-        "Refuses to answer the request": "Refusal",
-        "Refuses a safe request": "Refusal",
-        "Complies with an unsafe request": "Policy Violation",
-        "Answer is not one of the option letters": "Formatting Error",
-        "Output JSON does not parse": "Formatting Error",
-        "Generated code does not parse": "Code Error",
-        "Answers in the wrong language or script": "Language Issue",
-        "Miscalculates an intermediate step": "Calculation Error",
-        "Repetition loop in the output": "Verbosity",
-        "Response far longer than the reference": "Verbosity",
-        "Longer than the prompt allows": "Verbosity",
-        "Omits required parts of the reference": "Incomplete Content",
-        "Invents details not in the source": "Hallucination",
-        "Gives a wrong date or number": "Factual Error",
-        "Extracts the wrong values from the input": "Data Extraction",
-        "Ignores an explicit constraint of the prompt": "Constraint Violation",
-        "Copies the instructions instead of doing the task": "Irrelevant/Off-Topic",
-        "Bare answer without reasoning": "Hard to Analyze",
-        "Wrong answer with no visible cause": "Hard to Analyze",
-    }
+    expected = offline.TITLE_CATEGORIES
+    assert len(expected) == 42
     assert dict(zip(expected, offline_classifier().predict(list(expected)))) == expected
 
 

@@ -44,9 +44,12 @@ def _number_substitutes(task: str, ref: str, out: str) -> list[tuple[str, str]]:
         for w, om in numbers_in(out):
             if unit_of(out, om) != unit or w in in_units.get(unit, set()) | ref_units.get(unit, set()):
                 continue
-            # "= M", "is M", "makes M": a result the output computed, right or wrong, not a misread input
-            if re.search(r"(?:=|\b(?:is|are|was|were|makes?|gives?|equals?|totals?|comes? to))\s*\$?$",
-                         out[max(0, om.start() - 12):om.start()], re.I):
+            # "= M", "is M.", "makes M": a result the output computed, right or wrong, not a misread
+            # input — unless an operator follows ("is 52 weeks * 35 hours": an operand)
+            operand = re.match(r"\s*[A-Za-z/]*\s*[*×x/+\-−]\s*\$?\d", out[om.end():om.end() + 20])
+            if re.search(r"=\s*\$?$", out[max(0, om.start() - 4):om.start()]) or (not operand and re.search(
+                    r"\b(?:is|are|was|were|makes?|gives?|equals?|totals?|comes? to)\s*\$?$",
+                    out[max(0, om.start() - 12):om.start()], re.I)):
                 continue
             pairs.append((with_unit(task, m), with_unit(out, om)))
             break

@@ -5,7 +5,9 @@
   names — found in neither the input, the references nor the options. Numbers said in words
   count as given ("one thirty over eighty" gives 130 and 80); a capitalised word that the source
   or the output also writes in lower case, a heading word, or the first word of a line, list
-  item or heading is not a name.
+  item or heading is not a name. Numbers are not checked in a worked answer (one that shows
+  arithmetic) or when the question asks for a computed number ("how many", "difference", "more
+  than", "in total").
 - Factual Error: a closed-book question (input of at most 60 words) that asks for a number ("how
   many", "what year", "when did" …) and whose reference is a short numeric answer (a year, a
   count); a short output (at most 30 words) gives a different number and never the reference's.
@@ -25,6 +27,7 @@ from .base import (
     number_values,
     numbers_in,
     output_of,
+    question_of,
     shorten,
     stem,
     unit_of,
@@ -42,12 +45,18 @@ _HONORIFIC = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Prof|St)\.\s*$")
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;\n\"“(*#-]|\d[.)])\s*$")
 
 
-def _ungrounded(out: str, source: str) -> list[str]:
+# a question whose answer is a number computed from the given ones ("how many years after …")
+_ASKS_COMPUTED = re.compile(r"\bhow (?:many|much|long|old|far)\b|\bdifference\b|\b(?:more|fewer|less|older|younger|"
+                            r"longer|shorter|larger|smaller) than\b|\bin total\b|\baltogether\b|\bcombined\b", re.I)
+
+
+def _ungrounded(out: str, source: str, question: str = "") -> list[str]:
     src_vals = number_values(source, spelled=True)
     src_stems = {stem(w) for w in re.findall(r"\w+", source.casefold())}
     found: list[str] = []
-    # a worked answer computes new numbers from the given ones: those are not invented
-    computed = bool(re.search(r"\d\s*[+\-−×x*/÷]\s*\$?\d[^=\n]*=", out))
+    # a worked answer computes new numbers from the given ones, and so does the answer to "how
+    # many … after", "what is the difference …": those numbers are not invented
+    computed = bool(re.search(r"\d\s*[+\-−×x*/÷]\s*\$?\d[^=\n]*=", out)) or bool(_ASKS_COMPUTED.search(question))
     for v, m in ([] if computed else numbers_in(out)):
         line_start = out.rfind("\n", 0, m.start()) + 1
         if re.fullmatch(r"\s*[-*]?\s*", out[line_start:m.start()]) and re.match(r"[.)]", out[m.end():m.end() + 1] or " "):
@@ -108,7 +117,7 @@ def detect_hallucination(rec: dict) -> Finding | None:
     if word_count(source) < GROUNDED_MIN_WORDS or not out.strip():
         return None
     options = [str(v) for v in (rec.get("choices") or {}).values()]
-    invented = _ungrounded(out, "\n".join([source, *gold_refs(rec), *options]))
+    invented = _ungrounded(out, "\n".join([source, *gold_refs(rec), *options]), question_of(rec))
     if not invented:
         return None
     shown = ", ".join(f"\"{shorten(x, 40)}\"" for x in invented[:3])

@@ -21,7 +21,8 @@ and then `same_form` compares tokens:
 - word forms, token by token: English plural and verb endings ("studies" = "study", "used" =
   "use"); in other scripts, a shared stem of 4+ letters with endings of at most 2 ("Москва" =
   "Москве", "Пушкин" = "Пушкиным"); `find_span` also finds a run of words split differently
-  ("covid 19" in "covid19").
+  ("covid 19" in "covid19") and an acronym of 2–6 letters for the words it stands for ("USA" for
+  "United States of America").
 """
 
 from __future__ import annotations
@@ -210,21 +211,51 @@ def tokens_equal(a: list[str], b: list[str]) -> bool:
 
 
 def find_span(needle: list[str], hay: list[str]) -> int | None:
-    """Where `needle` occurs in `hay` as a run of tokens (word forms allowed), or as the same
-    letters split differently ("covid 19" in "covid19", "e mail" in "email"), if it does."""
+    """Where `needle` starts in `hay` (see `match_span`), if it occurs."""
+    span = match_span(needle, hay)
+    return span[0] if span else None
+
+
+def match_span(needle: list[str], hay: list[str]) -> tuple[int, int] | None:
+    """The tokens [start, end) of `hay` that say `needle`: the same run of tokens (word forms
+    allowed), the same letters split differently ("covid 19" in "covid19", "e mail" in
+    "email"), or an acronym for it either way round."""
     n = len(needle)
     for i in range(len(hay) - n + 1):
         if all(same_form(x, y) for x, y in zip(needle, hay[i:i + n])):
-            return i
+            return i, i + n
     joined = "".join(needle)
     for i in range(len(hay)):
         run = ""
-        for tok in hay[i:]:
+        for j, tok in enumerate(hay[i:], start=i + 1):
             run += tok
             if len(run) >= len(joined):
+                if run == joined:
+                    return i, j
                 break
-        if run == joined:
-            return i
+    return _acronym_span(needle, hay)
+
+
+_NOT_INITIALS = frozenset("of and for in on at to de la le du des der die das del y и".split())
+
+
+def _initials(tokens: list[str]) -> str:
+    return "".join(t[0] for t in tokens if t not in _NOT_INITIALS and not t[0].isdigit())
+
+
+def _acronym_span(needle: list[str], hay: list[str]) -> tuple[int, int] | None:
+    """An acronym for the other side's words: "usa" for "united states of america", "who" for
+    "world health organization" (2–6 letters, either way round)."""
+    if len(needle) >= 2:
+        short = _initials(needle)
+        if 2 <= len(short) <= 6 and short in hay:
+            return hay.index(short), hay.index(short) + 1
+    elif len(needle) == 1 and 2 <= len(needle[0]) <= 6 and needle[0].isalpha():
+        n = len(needle[0])
+        for i in range(len(hay)):
+            for j in range(i + n, min(len(hay), i + 2 * n + 2) + 1):
+                if _initials(hay[i:j]) == needle[0] and hay[i] not in _NOT_INITIALS and hay[j - 1] not in _NOT_INITIALS:
+                    return i, j
     return None
 
 

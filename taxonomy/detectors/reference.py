@@ -1,39 +1,52 @@
-"""No Model Error: the output says what a reference says once both are normalised.
+"""The output measured against the gold references: No Model Error when they say the same
+thing, and the errors a reference comparison shows (a partial answer, a false "the text does
+not say").
 
-A failure whose output matches a gold reference after normalisation is a scoring problem (the
-metric compared strings the way people would not), not the model's error. Both texts go through the same normalisation (`taxonomy.detectors.normalise`), and the reason
-names the steps that changed something.
-
-What counts as a match depends on how the failure was scored (its metric's name, or judge notes):
+No Model Error — a failure whose output matches a gold reference once both are normalised
+(`taxonomy.detectors.normalise`; the reason names the steps that changed something) is the
+scoring's problem, not the model's. What counts as a match depends on how the failure was scored
+(its metric's name, or judge notes):
 
 - the whole output, or its marked final answer (`\\boxed{}`, `\\emph{}`, `####`, "the answer
   is …"), equals a reference or the reference's own marked answer (a worked reference solution
-  ending "#### 72") — for every metric: an output that says exactly what the reference
-  says is not wrong, whoever judged it;
+  ending "#### 72") — for every metric: an output that says exactly what the reference says is
+  not wrong, whoever judged it;
 - the same set of list items in another order — for every metric but a judge's;
 - a match metric (exact / quasi-exact / substring / accuracy, or none named): the reference (or
-  its marked answer) is a number and the answer's final number equals it; the output's first line equals the reference;
-  or the reference occurs in the output as a run of words, when the metric is a substring check
-  or the output is short (at most 30 words) — never next to a negation or an "or".
+  its marked answer) is a number and the answer's final number equals it; the output's first
+  line equals the reference; or the reference occurs in the output as a run of words, never
+  next to a negation or an "or", when the metric is a substring check or the output is short
+  (at most 30 words) and its new words (not the question's) are mostly the reference's ("The
+  capital is Paris" for "Paris", not "John's brother Peter" for "John").
+
+A judge's verdict is overruled only by the first rule: measured on held-out failures, letting a
+judge be overruled when a short answer contains the reference added wrong No Model Errors and
+found no right ones.
 
 Never matched: code (punctuation is its syntax), or an output that breaks a form the prompt sets
-(all lowercase, no commas, "start with …": the difference is then the error itself).
-Multiple choice is matched by its options instead: an output that names the gold option (by key,
-key and text, or text) in a form the metric did not read ("Answer: d) Dowry death") is not the
-model's error. A blank output never matches.
+(all lowercase, no commas, "start with …": the difference is then the error itself). Multiple
+choice is matched by its options instead: an output that names the gold option (by key, key and
+text, or text) in a form the metric did not read ("Answer: d) Dowry death") is not the model's
+error. A blank output never matches.
+
+No Model Error too, when the model was not given the answer: the documents before the question
+(40+ words) hold no gold reference that is a name (`detect_retrieval_miss`), or the model says
+so itself (`detect_no_answer_claim`, which calls the same claim a Refusal when the reference is
+there).
 """
+
 from __future__ import annotations
 
 import re
 from fractions import Fraction
 
-from .base import (STOPWORDS, Evidence, Finding, final_number, gold_refs, input_of, output_of, question_of, sentences,
-                   shorten, task_of, to_number, word_count)
+from .base import (STOPWORDS, Evidence, Finding, final_number, gold_refs, input_of, labelled_items, output_of,
+                   question_of, sentences, shorten, task_of, to_number, word_count)
 from .choice import chosen_option, gold_option, is_multiple_choice, options
 from .constraints import violations
 from .language import main_script
-from .normalise import (ITEMS, NEGATION, Text, find_span, list_items, marked_answer, normalise, same_form,
-                        tokens_equal)
+from .normalise import (ITEMS, NEGATION, Text, find_span, list_items, marked_answer, match_span, normalise,
+                        same_form, tokens_equal)
 
 
 def metric_kind(rec: dict) -> str:
@@ -105,6 +118,8 @@ def match_reference(rec: dict) -> tuple[str, str, str] | None:
                 return ref, out.strip(), "the order of the list items"
         if kind != "match":
             continue
+        span = match_span(r.tokens, whole.tokens)
+        hedged = span is None or _negated_or_hedged(whole.tokens, span[0], span[1] - span[0])
         value = _numeric_ref(marked_answer(ref) or ref)
         got = final_number(out)
         if value is not None and got is not None and got[0] == value:
@@ -112,25 +127,24 @@ def match_reference(rec: dict) -> tuple[str, str, str] | None:
         line = normalise(first_line)
         if first_line.strip() != out.strip() and tokens_equal(r.tokens, line.tokens):
             return ref, first_line.strip(), _how(r, line) + ", the explanation after the answer"
-        at = find_span(r.tokens, whole.tokens)
-        if at is None or _negated_or_hedged(whole.tokens, at, len(r.tokens)):
+        if hedged:
             continue
-        if _substring_metric(rec) or _mostly_the_answer(r.tokens, whole.tokens, question):
-            return ref, _quotefind_span(out, r.tokens), _how(r, whole) + ", the words around it"
+        if _substring_metric(rec) or _mostly_the_answer(span, whole.tokens, question):
+            return ref, _quote_span(out, r.tokens), _how(r, whole) + ", the words around it"
     return None
 
 
-def _mostly_the_answer(ref: list[str], out: list[str], question: list[str]) -> bool:
-    """A short output (at most 30 words) whose new content words are mostly the reference's: "The
-    capital is Paris", not "John's brother Peter" for "John"."""
+def _mostly_the_answer(span: tuple[int, int], out: list[str], question: list[str]) -> bool:
+    """A short output (at most 30 words) whose new content words (not the question's) are mostly
+    the ones that say the reference: "The capital is Paris", not "John's brother Peter" for "John"."""
     if len(out) > 30:
         return False
-    new = [t for t in out if t not in STOPWORDS and not any(same_form(t, q) for q in question)]
-    covered = [t for t in new if any(same_form(t, x) for x in ref)]
+    new = [i for i, t in enumerate(out) if t not in STOPWORDS and not any(same_form(t, q) for q in question)]
+    covered = [i for i in new if span[0] <= i < span[1]]
     return bool(new) and len(covered) * 2 >= len(new)
 
 
-def _quotefind_span(out: str, ref_tokens: list[str]) -> str:
+def _quote_span(out: str, ref_tokens: list[str]) -> str:
     """The shortest verbatim stretch of the output whose normalised words contain the reference."""
     words = list(re.finditer(r"\S+", out))
     for size in range(1, len(words) + 1):
@@ -194,19 +208,44 @@ _NO_ANSWER = re.compile(
 SOURCE_MIN_WORDS = 40
 
 
-def _entity_like(ref: str) -> bool:
-    """A reference that would appear verbatim wherever its answer is written: at most 4 words,
-    holding a number or a capitalised name, or a single word (not a paraphrase to search for)."""
+_NOT_NAMES = frozenset("yes no true false none yeah nope да нет oui non ja nein sí si".split())
+
+
+def _searchable(ref: str) -> list[str]:
+    """What of a reference would appear verbatim in a text that gives its answer: the values of a
+    labelled answer ("PER: Paul Otieno $$ DATE: 2020" → "Paul Otieno", "2020"), else the reference."""
+    items = labelled_items(ref)
+    return [value for _, _, value in items] if items else [ref]
+
+
+def _name_like(ref: str) -> bool:
+    """A name (at most 4 words, one of them capitalised, not yes/no), which a text giving the
+    answer would write out — unlike a number, which may be computed, or a common word."""
     words = ref.split()
-    return 0 < len(words) <= 4 and (len(words) == 1 or bool(re.search(r"\d|\b[^\W\d_]*[A-ZА-ЯЁ]", ref)))
+    return (0 < len(words) <= 4 and ref.strip(" .").casefold() not in _NOT_NAMES
+            and any(w[:1].isupper() for w in re.findall(r"[^\W\d_][\w'-]*", ref)))
+
+
+_ASKS_WHEN = re.compile(r"\b(?:when|what year|which year|in what year|what date|когда|в каком году|quand|en quelle année|"
+                        r"wann|in welchem jahr|cuándo|en qué año|quando|in che anno|em que ano)\b", re.I)
+
+
+def _date_like(ref: str, question: str) -> bool:
+    """A date or year asked for with "when" / "what year": looked up, not computed."""
+    return bool(_ASKS_WHEN.search(question)) and bool(re.fullmatch(r"[\w\s.,/-]{0,30}", ref)) and bool(
+        re.search(r"\b1\d{3}\b|\b20\d{2}\b", ref))
+
+
+def _found_in(ref: str, body: list[str]) -> bool:
+    return all(find_span(normalise(v).tokens, body) is not None for v in _searchable(ref) if normalise(v).tokens)
 
 
 def detect_no_answer_claim(rec: dict) -> Finding | None:
     """The output says the input does not hold the answer. Where a gold reference does occur in
     the passage (the input without its question; normalised, word forms allowed), the claim is
     false: the model overlooked it. Where no reference occurs in a passage of 40+ words and every
-    reference is a name, number or single word (which would be found verbatim, unlike a
-    paraphrase), the claim is true: the documents the model was given lack the answer, which is
+    reference is a name (which would be found written out, unlike a paraphrase, a computed number
+    or a yes/no), the claim is true: the documents the model was given lack the answer, which is
     the retrieval's or the task's failure, not the model's."""
     out = output_of(rec)
     opening = " ".join(sentences(out)[:2])
@@ -216,8 +255,8 @@ def detect_no_answer_claim(rec: dict) -> Finding | None:
     if not claim or not refs or word_count(out) > 60 or not passage.strip() or is_multiple_choice(rec):
         return None
     quote = next((s for s in sentences(out) if claim.group(0) in s), out.strip())
-    body = normalise(passage).tokens
-    present = [r for r in refs if normalise(r).tokens and find_span(normalise(r).tokens, body) is not None]
+    body = normalise(input_of(rec)).tokens  # given anywhere in the input, the question included
+    present = [r for r in refs if normalise(r).tokens and _found_in(r, body)]
     if present:
         return Finding(
             "false_no_answer",
@@ -225,7 +264,7 @@ def detect_no_answer_claim(rec: dict) -> Finding | None:
             f"The model says the input does not give the answer, but it does: \"{shorten(present[0], 60)}\".",
             (Evidence(f"Finds \"{shorten(present[0], 60)}\" in the input", quote),),
         )
-    if word_count(passage) >= SOURCE_MIN_WORDS and all(_entity_like(r) for r in refs):
+    if word_count(passage) >= SOURCE_MIN_WORDS and all(_name_like(v) for r in refs for v in _searchable(r)):
         return Finding(
             "true_no_answer",
             "Says the documents lack the answer, and they do",
@@ -279,8 +318,9 @@ def _passage(rec: dict) -> str:
 
 def detect_retrieval_miss(rec: dict) -> Finding | None:
     """Documents (40+ words besides the question) in which no gold reference occurs, when every
-    reference is a name, number or single word in the documents' own script — so it would be
-    found if it were there: the model was not given the answer. The retrieval's failure (or the
+    reference is a name in the documents' own script (of a labelled answer, each value), or a
+    date or year the question asks for with "when" / "what year" — so it would be found written
+    out if it were there: the model was not given the answer. The retrieval's failure (or the
     task's), not the model's, whatever the model then said."""
     refs = gold_refs(rec)
     passage = _passage(rec)
@@ -289,10 +329,11 @@ def detect_retrieval_miss(rec: dict) -> Finding | None:
     script = main_script(passage)
     if script is None or any(main_script(r, min_letters=1) not in (script, None) for r in refs):
         return None  # a Russian answer is not searched for in English documents
-    if not all(_entity_like(r) for r in refs):
+    question = question_of(rec)
+    if not all(_name_like(v) or _date_like(v, question) for r in refs for v in _searchable(r)):
         return None
-    body = normalise(passage).tokens
-    if any(find_span(normalise(r).tokens, body) is not None for r in refs if normalise(r).tokens):
+    body = normalise(input_of(rec)).tokens  # given anywhere in the input, the question included
+    if any(_found_in(r, body) for r in refs):
         return None
     return Finding(
         "retrieval_miss",
