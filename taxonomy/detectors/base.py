@@ -63,6 +63,16 @@ def task_of(rec: dict) -> str:
 _QUESTION_MARK = re.compile(r"(?im)^.*?\b(?:question|вопрос|frage|pregunta|domanda|pergunta|q)\s*:\s*")
 
 
+def explicit_question(rec: dict) -> str:
+    """The question when the input marks one ("Question:" …), else its last line if that asks
+    something, else "" (a transcript's own questions are not the task's)."""
+    text = input_of(rec)
+    if _QUESTION_MARK.search(text):
+        return question_of(rec)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines and lines[-1].endswith("?") and len(lines) > 1 else ""
+
+
 def question_of(rec: dict) -> str:
     """The question itself, without the passage or documents before it: the text after the last
     "Question:" (or "Вопрос:", "Frage:", "Pregunta:", "Q:") marker, else the input's last paragraph."""

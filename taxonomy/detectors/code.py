@@ -1,6 +1,7 @@
 """Code Error: generated code that cannot be what the task asked for.
 
-- Does not parse: a fenced Python block (```python / ```py) with a syntax error.
+- Does not parse: a fenced Python block (```python / ```py), or an output that is bare Python
+  (opens with def / class / import), with a syntax error.
 - The wrong function: the prompt names the function to write (`name(…)` in backticks, "def
   name(", "function name") and the output defines functions, none of them with that name.
 - Judged wrong with no visible slip: the task asks for code (the prompt says "write / implement /
@@ -22,7 +23,11 @@ _ASKS_CODE = re.compile(r"\b(?:write|implement|complete|define|create)\b[^.\n]{0
 
 
 def _python_blocks(text: str) -> list[str]:
-    return [body for lang, body in FENCE.findall(text) if lang.lower() in ("python", "py")]
+    """Fenced Python blocks; else the whole output when it is bare Python (opens with def / class / import)."""
+    blocks = [body for lang, body in FENCE.findall(text) if lang.lower() in ("python", "py")]
+    if not blocks and not FENCE.search(text) and re.match(r"\s*(?:def|class|import|from\s+\S+\s+import)\b", text):
+        blocks = [text]
+    return blocks
 
 
 def detect_bad_code(rec: dict) -> Finding | None:

@@ -22,17 +22,18 @@ from .base import (
     STOPWORDS,
     Evidence,
     Finding,
+    explicit_question,
     gold_refs,
     input_of,
     number_values,
     numbers_in,
     output_of,
-    question_of,
     shorten,
     stem,
     unit_of,
     word_count,
 )
+from .choice import is_multiple_choice
 from .echo import answer_part
 
 GROUNDED_MIN_WORDS = 50
@@ -83,9 +84,10 @@ def _ungrounded(out: str, source: str, question: str = "") -> list[str]:
             continue
         if _LINE_OPENING.fullmatch(out[line_start:m.start()]) or ("\n" in out.strip() and _is_heading(line)):
             continue
-        name_words = [w for w in re.findall(r"[A-Za-z]+", m.group(0)) if w[0].isupper() and w.casefold() not in common]
+        name = re.sub(r"(?:\s+(?:of|de|van|von|al))+$", "", m.group(0))
+        name_words = [w for w in re.findall(r"[A-Za-z]+", name) if w[0].isupper() and w.casefold() not in common]
         if name_words and all(stem(w.casefold()) not in src_stems for w in name_words):
-            found.append(m.group(0))
+            found.append(name)
     return list(dict.fromkeys(found))
 
 
@@ -117,7 +119,7 @@ def detect_hallucination(rec: dict) -> Finding | None:
     if word_count(source) < GROUNDED_MIN_WORDS or not out.strip():
         return None
     options = [str(v) for v in (rec.get("choices") or {}).values()]
-    invented = _ungrounded(out, "\n".join([source, *gold_refs(rec), *options]), question_of(rec))
+    invented = _ungrounded(out, "\n".join([source, *gold_refs(rec), *options]), explicit_question(rec))
     if not invented:
         return None
     shown = ", ".join(f"\"{shorten(x, 40)}\"" for x in invented[:3])
@@ -141,6 +143,8 @@ _ASKS_NUMBER = re.compile(
 def detect_factual_error(rec: dict) -> Finding | None:
     out = output_of(rec)
     refs = gold_refs(rec)
+    if is_multiple_choice(rec):
+        return None  # a choice among the options: the multiple-choice detectors describe it
     if not refs or word_count(input_of(rec)) > CLOSED_BOOK_MAX_WORDS or word_count(out) > 30:
         return None
     if not _ASKS_NUMBER.search(input_of(rec)):

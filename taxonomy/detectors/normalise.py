@@ -204,10 +204,19 @@ def same_form(a: str, b: str) -> bool:
     return p >= 4 and len(a) - p <= 2 and len(b) - p <= 2
 
 
+def _joined(tokens: list[str]) -> str:
+    """The tokens run together, except that two numbers stay apart ("1 2" is not "12")."""
+    out = ""
+    for t in tokens:
+        out += ("|" if out and out[-1].isdigit() and t[:1].isdigit() else "") + t
+    return out
+
+
 def tokens_equal(a: list[str], b: list[str]) -> bool:
-    if len(a) != len(b) or not a:
+    """The same words (word forms allowed), or the same letters split differently."""
+    if not a or not b:
         return False
-    return all(same_form(x, y) for x, y in zip(a, b)) or "".join(a) == "".join(b)
+    return (len(a) == len(b) and all(same_form(x, y) for x, y in zip(a, b))) or _joined(a) == _joined(b)
 
 
 def find_span(needle: list[str], hay: list[str]) -> int | None:
@@ -224,11 +233,10 @@ def match_span(needle: list[str], hay: list[str]) -> tuple[int, int] | None:
     for i in range(len(hay) - n + 1):
         if all(same_form(x, y) for x, y in zip(needle, hay[i:i + n])):
             return i, i + n
-    joined = "".join(needle)
+    joined = _joined(needle)
     for i in range(len(hay)):
-        run = ""
-        for j, tok in enumerate(hay[i:], start=i + 1):
-            run += tok
+        for j in range(i + 1, len(hay) + 1):
+            run = _joined(hay[i:j])
             if len(run) >= len(joined):
                 if run == joined:
                     return i, j
