@@ -16,7 +16,7 @@ from llm_server import FakeLLMServer
 from seed_store import seed
 from store.analysis import record_taxonomy
 from taxonomy import load_taxonomy
-from taxonomy.discover import DiscoveryError, adopt, cluster_titles, discover
+from taxonomy.discover import DiscoveryError, adopt, cluster_titles, discover, medoid, name_cluster
 
 SETS = yaml.safe_load((Path(__file__).resolve().parent / "data" / "discover_sets.yaml").read_text(encoding="utf-8"))
 # measured ARI per set (see docs/analysis.md); the floors leave room for harmless changes, not for regressions
@@ -144,3 +144,41 @@ def test_naming_batches_hold_at_most_500_titles():
     sizes = [sum(len(ts) for _, ts in b) for b in batches]
     assert sizes == [500, 100] and max(sizes) <= TITLES_PER_CALL
     assert [i for b in batches for i, _ in b] == list(range(12))  # every group named once
+
+
+FOLLOW_UP = ["Omits the follow-up visit", "Leaves out when to follow up with the clinic in weeks",
+             "The follow-up plan is missing from the assessment section", "Does not give the follow-up interval"]
+DOSAGE = ["States the wrong lisinopril dose", "Gives an incorrect dose of lisinopril",
+          "The lisinopril dose differs from the transcript", "Reports a lisinopril dose the doctor never gave"]
+
+
+def test_a_cluster_is_named_after_what_most_of_its_members_say():
+    name, description = name_cluster(FOLLOW_UP)
+    # every title says "follow-up" (by stem); the shortest that says it names the cluster
+    assert name == "Omits the follow-up visit"
+    assert description.startswith('4 of 4 titles say "follow-up"; titles about ')
+    name, description = name_cluster(DOSAGE)
+    # "lisinopril dose" is said by 3, "lisinopril" by all 4
+    assert (name, description.split(";")[0]) == ("States the wrong lisinopril dose", '4 of 4 titles say "lisinopril"')
+    # nothing shared by at least half: the medoid
+    assert name_cluster(["Login fails", "Upload times out", "Colours are off"])[0] == medoid(
+        ["Login fails", "Upload times out", "Colours are off"])
+
+
+def test_the_offline_analysts_titles_in_a_judges_words_are_clustered(tmp_db):
+    rows, i = [], 0
+    for titles, category in ((FOLLOW_UP, "Incomplete Content"), (DOSAGE, "Factual Error")):
+        for title in titles:
+            rows.append({"model": "m1", "dataset": "notes", "instance_id": f"n{i}", "is_correct": False,
+                         "title": title, "category": category})
+            i += 1
+    # the detectors' fixed titles are one group each already: never clustered
+    rows += [{"model": "m1", "dataset": "notes", "instance_id": f"f{j}", "is_correct": False,
+              "title": "Omits required parts of the reference", "category": "Incomplete Content"} for j in range(3)]
+    seed(tmp_db, rows, taxonomy_version="erroratlas-v1")
+    found = discover(tmp_db, "offline")
+    assert found.scope == "failures filed under Other or titled in a judge's words"
+    assert sorted((c.name, c.size) for c in found.candidates) == [
+        ("Omits the follow-up visit", 4), ("States the wrong lisinopril dose", 4)]
+    # --all: the fixed titles too
+    assert sum(c.size for c in discover(tmp_db, "offline", all_failures=True).candidates) == 11
