@@ -103,8 +103,10 @@ _BREVITY = re.compile(
     r"\b(?:answer|explain|describe|summari[sz]e|respond|reply|write)\b[^.\n]{0,40}?\b(?:briefly|concisely|succinctly|in brief|"
     r"in a few words|in one (?:sentence|line))\b|"
     r"\b(?:give|write|provide|produce|generate)\s+(?:a|an)\s+(?:very\s+)?(?:brief|concise|succinct|short|one-line)\s+"
-    r"(?:\w+\s+){0,2}?(?:answer|summary|response|description|explanation|note|reply|overview)\b|\bshort answer\b|"
-    r"\bin a few words\b",
+    r"(?:\w+\s+){0,2}?(?:answer|summary|response|description|explanation|note|reply|overview|definition|account|"
+    r"statement|paragraph)\b|\bshort answer\b|\bin a few words\b|"
+    # "Briefly, who …", "Concisely: what …" — the adverb opening the request
+    r"(?:^|(?<=[.!?:\n]))\s*(?:briefly|concisely|succinctly|in brief|in short)\s*[,:]",
     re.I,
 )
 _FIRST_PERSON = re.compile(r"\b(?:i'll|i will|i'm going to|i am going to|i'd|let me|we'll|we will)\s+$", re.I)
