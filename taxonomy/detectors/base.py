@@ -6,6 +6,7 @@ A failure record is the dict `store.analysis.failures` returns: `input_text` / `
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -76,7 +77,11 @@ def explicit_question(rec: dict) -> str:
 def question_of(rec: dict) -> str:
     """The question itself, without the passage or documents before it: the text after the last
     "Question:" (or "Вопрос:", "Frage:", "Pregunta:", "Q:") marker, else the input's last paragraph."""
-    text = input_of(rec)
+    return _question(input_of(rec))
+
+
+@functools.lru_cache(maxsize=1024)
+def _question(text: str) -> str:
     marks = list(_QUESTION_MARK.finditer(text))
     if marks:
         return text[marks[-1].end():].strip()

@@ -12,6 +12,7 @@ Russian answer.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -34,7 +35,9 @@ def _script_of(ch: str) -> str | None:
     return {"HIRAGANA": "CJK", "KATAKANA": "CJK", "CJK": "CJK"}.get(script, script)
 
 
+@functools.lru_cache(maxsize=4096)
 def _scripts(text: str) -> dict[str, int]:
+    """Letters per script (read only: the result is shared)."""
     counts: dict[str, int] = {}
     for ch in text:
         script = _script_of(ch)
@@ -43,6 +46,7 @@ def _scripts(text: str) -> dict[str, int]:
     return counts
 
 
+@functools.lru_cache(maxsize=4096)
 def main_script(text: str, min_letters: int = 20) -> str | None:
     # the first few thousand characters tell the script as well as the whole text does
     counts = _scripts(text[:3000])

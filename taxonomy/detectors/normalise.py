@@ -27,6 +27,7 @@ and then `same_form` compares tokens:
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -85,12 +86,12 @@ _ARTICLES = frozenset("""a an the le la les l un une des du de der die das den d
 NEGATION = frozenset("not no never neither nor none cannot n't ne pas nicht kein keine nein не нет ни no".split())
 
 
-@dataclass
+@dataclass(frozen=True)
 class Text:
     """A text through the normalisation steps: its tokens, and which steps changed it."""
 
-    tokens: list[str]
-    changed: set[str]
+    tokens: tuple[str, ...]
+    changed: frozenset[str]
 
 
 def _unicode(text: str) -> str:
@@ -154,6 +155,7 @@ def _number_words(tokens: list[str]) -> list[str]:
     return out
 
 
+@functools.lru_cache(maxsize=4096)
 def normalise(text: str) -> Text:
     """The text's tokens after every step, and the names of the steps that changed it."""
     changed: set[str] = set()
@@ -175,10 +177,11 @@ def normalise(text: str) -> Text:
     if kept and len(kept) != len(tokens):
         changed.add("articles")
         tokens = kept
-    return Text(tokens, changed)
+    return Text(tuple(tokens), frozenset(changed))
 
 
-def _english_forms(w: str) -> set[str]:
+@functools.lru_cache(maxsize=65536)
+def _english_forms(w: str) -> frozenset[str]:
     """The word and its stem without an English plural or verb ending ("used" → "us", "use")."""
     forms = {w}
     if w.endswith("ies") and len(w) > 4:
@@ -187,9 +190,10 @@ def _english_forms(w: str) -> set[str]:
         if w.endswith(suffix) and len(w) >= min_len and not w.endswith("ss"):
             stem = w[: -len(suffix)]
             forms |= {stem, stem + "e"} if suffix != "s" else {stem}
-    return {f for f in forms if len(f) >= 3}
+    return frozenset(f for f in forms if len(f) >= 3)
 
 
+@functools.lru_cache(maxsize=262144)
 def same_form(a: str, b: str) -> bool:
     """Two tokens that are forms of one word (numbers must be equal)."""
     if a == b:
@@ -235,11 +239,14 @@ def match_span(needle: list[str], hay: list[str]) -> tuple[int, int] | None:
             return i, i + n
     joined = _joined(needle)
     for i in range(len(hay)):
-        for j in range(i + 1, len(hay) + 1):
-            run = _joined(hay[i:j])
+        if not joined.startswith(hay[i]):
+            continue
+        run = ""
+        for j in range(i, len(hay)):
+            run += ("|" if run and run[-1].isdigit() and hay[j][:1].isdigit() else "") + hay[j]
             if len(run) >= len(joined):
                 if run == joined:
-                    return i, j
+                    return i, j + 1
                 break
     return _acronym_span(needle, hay)
 
