@@ -84,7 +84,8 @@ def test_two_models_differ_in_one_category_and_not_another(demo_db):
     assert (calc["a_count"], calc["b_count"]) == (14, 0)
     expected = fisher_exact([[14, out["a_total"] - 14], [0, out["b_total"]]]).pvalue
     assert calc["p_fisher"] == pytest.approx(expected) and calc["p_fisher"] < 0.05
-    assert (other["a_count"], other["b_count"]) == (11, 8) and other["p_fisher"] >= 0.05
+    # offline-v3 also finds the planted "exactly three" lists with a fourth item (a_count 12)
+    assert (other["a_count"], other["b_count"]) == (12, 8) and other["p_fisher"] >= 0.05
     assert out["mcnemar"]["a_only_fail"] == 39 and out["mcnemar"]["b_only_fail"] == 11
 
 

@@ -488,3 +488,13 @@ def test_code_answers():
 
 def test_percent_of_claims_are_checked():
     assert false_steps("15% of $80 = $10, and 20 percent of 150 is 30, 10% of 50 = 5") == ["15% of $80 = $10"]
+
+
+def test_a_list_with_an_item_too_many_is_not_the_reference_plus_words():
+    rec = {"input_text": "List exactly three trees as a bulleted list, one per line, nothing else.", "main_metric": "correct",
+           "refs": [{"text": "- oak\n- birch\n- pine", "correct": True}], "output_text": "- oak\n- birch\n- pine\n- ash"}
+    assert match_reference(rec) is None
+    found = offline.analyse(rec)
+    assert (found.title, found.evidence[0].quote) == ("Ignores an explicit constraint of the prompt", "- ash")
+    # without the count in the prompt, the extra item still makes it another answer
+    assert match_reference({**rec, "input_text": "Name some trees as a bulleted list."}) is None

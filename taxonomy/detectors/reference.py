@@ -17,7 +17,8 @@ scoring's problem, not the model's. What counts as a match depends on how the fa
   line equals the reference; or the reference occurs in the output as a run of words, never
   next to a negation or an "or", when the metric is a substring check or the output is short
   (at most 30 words) and its new words (not the question's) are mostly the reference's ("The
-  capital is Paris" for "Paris", not "John's brother Peter" for "John").
+  capital is Paris" for "Paris", not "John's brother Peter" for "John"; for a list reference,
+  all of them: "oak, birch, pine, ash" is not "oak, birch, pine").
 
 A judge's verdict is overruled only by the first rule: measured on held-out failures, letting a
 judge be overruled when a short answer contains the reference added wrong No Model Errors and
@@ -76,10 +77,11 @@ def _numeric_ref(ref: str) -> Fraction | None:
     return to_number(nums[0])
 
 
-def _how(*texts: Text) -> str:
+def _how(*texts: Text, then: str = "") -> str:
+    """The normalisation steps that changed either text, and what else had to be set aside."""
     order = ["Unicode", "case", "date format", "number format", "punctuation", "number words", "articles"]
     steps = [s for s in order if any(s in t.changed for t in texts)]
-    return ", ".join(steps) if steps else "word forms"
+    return ", ".join(steps + ([then] if then else [])) or "word forms"
 
 
 _CODE = re.compile(r"```|^\s*(?:def|class|import|from\s+\S+\s+import|function|public|private|#include|return|SELECT|var|let|const)\b|"
@@ -111,7 +113,7 @@ def match_reference(rec: dict) -> tuple[str, str, str] | None:
             m = normalise(marked)
             for target in filter(None, (r, ref_marked and normalise(ref_marked))):
                 if tokens_equal(target.tokens, m.tokens):
-                    return ref, marked, _how(target, m) + ", the final answer inside a worked solution"
+                    return ref, marked, _how(target, m, then="the final answer inside a worked solution")
         if kind != "judge":
             ref_items, out_items = list_items(ref), list_items(out)
             if ref_items and ref_items == out_items:
@@ -126,22 +128,23 @@ def match_reference(rec: dict) -> tuple[str, str, str] | None:
             return ref, got[1], "the number's format and the words around it"
         line = normalise(first_line)
         if first_line.strip() != out.strip() and tokens_equal(r.tokens, line.tokens):
-            return ref, first_line.strip(), _how(r, line) + ", the explanation after the answer"
+            return ref, first_line.strip(), _how(r, line, then="the explanation after the answer")
         if hedged:
             continue
-        if _substring_metric(rec) or _mostly_the_answer(span, whole.tokens, question):
-            return ref, _quote_span(out, r.tokens), _how(r, whole) + ", the words around it"
+        if _substring_metric(rec) or _mostly_the_answer(span, whole.tokens, question, len(_item_texts(ref)) > 1):
+            return ref, _quote_span(out, r.tokens), _how(r, whole, then="the words around it")
     return None
 
 
-def _mostly_the_answer(span: tuple[int, int], out: list[str], question: list[str]) -> bool:
+def _mostly_the_answer(span: tuple[int, int], out: list[str], question: list[str], listed: bool) -> bool:
     """A short output (at most 30 words) whose new content words (not the question's) are mostly
-    the ones that say the reference: "The capital is Paris", not "John's brother Peter" for "John"."""
+    the ones that say the reference: "The capital is Paris", not "John's brother Peter" for "John".
+    A list reference must be all there is: "oak, birch, pine, ash" is not "oak, birch, pine"."""
     if len(out) > 30:
         return False
     new = [i for i, t in enumerate(out) if t not in STOPWORDS and not any(same_form(t, q) for q in question)]
     covered = [i for i in new if span[0] <= i < span[1]]
-    return bool(new) and len(covered) * 2 >= len(new)
+    return bool(new) and (len(covered) == len(new) if listed else len(covered) * 2 >= len(new))
 
 
 def _quote_span(out: str, ref_tokens: list[str]) -> str:
