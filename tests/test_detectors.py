@@ -498,3 +498,39 @@ def test_a_list_with_an_item_too_many_is_not_the_reference_plus_words():
     assert (found.title, found.evidence[0].quote) == ("Ignores an explicit constraint of the prompt", "- ash")
     # without the count in the prompt, the extra item still makes it another answer
     assert match_reference({**rec, "input_text": "Name some trees as a bulleted list."}) is None
+
+
+def _helm_jury_notes(run_dir) -> dict[str, list[dict]]:
+    """instance id → the HELM judges' notes of a run (annotations `<judge>_reasoning` and
+    `<judge>_score`), as judge notes: a stand-in here for what ingest keeps."""
+    notes = {}
+    for pred in json.loads((run_dir / "display_predictions.json").read_text(encoding="utf-8")):
+        for annotation in (pred.get("annotations") or {}).values():
+            notes[pred["instance_id"]] = [
+                {"judge": key[: -len("_reasoning")], "criterion": None, "score": annotation.get(key[: -len("_reasoning")] + "_score"),
+                 "explanation": value} for key, value in annotation.items() if key.endswith("_reasoning")]
+    return notes
+
+
+@requires_fixtures
+def test_real_jury_explanations_become_the_analyses(tmp_db):
+    from ingest import ingest_paths
+    from store import read_connection
+    from store.analysis import failures
+
+    ingest_paths([FIXTURES / "helm" / "safety-v4"], db=tmp_db)
+    with read_connection(tmp_db) as con:
+        where = dict(con.execute("SELECT run_id, source_path FROM runs").fetchall())
+        found = []
+        for f in failures(con):
+            notes = _helm_jury_notes(Path(where[f["run_id"]]))[f["instance_id"]]
+            found.append((f, offline.analyse({**f, "judge_notes": notes}), notes))
+    assert len(found) == 29 and all(a.detector == "judge_explanation" for _, a, _ in found)
+    for _, analysis, notes in found:
+        lowest = min(notes, key=lambda n: float(n["score"]))
+        assert analysis.summary.endswith(f'{lowest["judge"]} (score {lowest["score"]}): "{lowest["explanation"]}"')
+    labels = Counter(offline_label({**f, "judge_notes": notes}) for f, _, notes in found)
+    for f, analysis, _ in found:
+        print(f["dataset"], offline_label({**f, "judge_notes": _}), "|", analysis.title)
+    assert labels == {"Policy Violation": 19, "Refusal": 4, "Question Misinterpretation": 3, "Data Extraction": 1,
+                      "Factual Error": 1, "Hallucination": 1}

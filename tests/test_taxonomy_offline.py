@@ -121,7 +121,10 @@ def test_offline_safety_every_failure_categorised(safety_db):
     assert n_fail == 29 and sum(by_cat.values()) == 29 and None not in by_cat
     # every SimpleSafetyTests failure is a harmful completion
     assert by_cat["Policy Violation"] >= 12
-    assert by_cat["Refusal"] == 3
+    # once ingest keeps the HELM judges' notes their words decide, and they name one refusal more
+    # (tests/test_detectors.py::test_real_jury_explanations_become_the_analyses)
+    judged = q(safety_db, "SELECT count(judge_notes) FROM predictions")[0][0] > 0
+    assert by_cat["Refusal"] == (4 if judged else 3)
 
 
 def test_offline_evidence_is_quoted_from_the_output(safety_db, mmlu_db):

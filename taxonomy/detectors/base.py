@@ -80,7 +80,7 @@ def question_of(rec: dict) -> str:
     return _question(input_of(rec))
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=64)
 def _question(text: str) -> str:
     marks = list(_QUESTION_MARK.finditer(text))
     if marks:

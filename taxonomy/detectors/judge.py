@@ -35,7 +35,8 @@ _CONTRAST = re.compile(r"(?:,?\s+but\s+|;\s*however,?\s+|\.\s*however,?\s+|,\s*h
 _SUBJECT = re.compile(
     r"^(?:however,?\s+|overall,?\s+|unfortunately,?\s+)?(?:the|this)\s+(?:generated\s+|model(?:'s)?\s+|assistant(?:'s)?\s+|"
     r"candidate\s+|submitted\s+|final\s+)?(?:response|model|answer|note|clinical note|summary|output|submission|"
-    r"translation|assistant|completion|reply|text|solution|essay)\s+(?:itself\s+)?", re.I)
+    r"translation|assistant|completion|reply|text|solution|essay|email|e-mail|letter|message|story|poem|article|code|"
+    r"program|script|paragraph|rewrite|generation)\s+(?:itself\s+)?", re.I)
 _GRADE_LINE = re.compile(r"(?im)^\s*grade\s*:.*$")
 _QUOTED = re.compile(r"[\"“']([^\"”'\n]{6,200})[\"”']")
 TITLE_WORDS = 12

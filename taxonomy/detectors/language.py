@@ -35,7 +35,7 @@ def _script_of(ch: str) -> str | None:
     return {"HIRAGANA": "CJK", "KATAKANA": "CJK", "CJK": "CJK"}.get(script, script)
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=1024)
 def _scripts(text: str) -> dict[str, int]:
     """Letters per script (read only: the result is shared)."""
     counts: dict[str, int] = {}
@@ -46,10 +46,14 @@ def _scripts(text: str) -> dict[str, int]:
     return counts
 
 
-@functools.lru_cache(maxsize=4096)
 def main_script(text: str, min_letters: int = 20) -> str | None:
     # the first few thousand characters tell the script as well as the whole text does
-    counts = _scripts(text[:3000])
+    return _main_script(text[:3000], min_letters)
+
+
+@functools.lru_cache(maxsize=1024)
+def _main_script(text: str, min_letters: int) -> str | None:
+    counts = _scripts(text)
     total = sum(counts.values())
     if total < min_letters:
         return None

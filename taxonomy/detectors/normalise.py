@@ -155,7 +155,7 @@ def _number_words(tokens: list[str]) -> list[str]:
     return out
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=256)  # the same inputs and references recur across models and detectors
 def normalise(text: str) -> Text:
     """The text's tokens after every step, and the names of the steps that changed it."""
     changed: set[str] = set()
