@@ -10,6 +10,7 @@ Public API:
     cluster_titles(titles)               (title, cluster name) pairs, no database
     taxonomy.agreement.agreement(db, analyst, against, gold)  an analyst vs reviews, a gold file or another analyst
     taxonomy.discover.discover(db, analyst, all_failures)     candidate new categories from the titles under Other
+                                                              (offline: and the titles in a judge's own words)
     taxonomy.verify.verify(db, verifier, analyst=..., sample=...)  a second LLM's verdicts on the analyses, acceptance rate
 (the last three keep their module's name, so `taxonomy.agreement` / `taxonomy.discover` / `taxonomy.verify` stay the modules)
 """

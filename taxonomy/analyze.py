@@ -274,8 +274,12 @@ def _analyze(path, analyst, classifier, tax, prompt_version, summary, models, da
             found = offline.analyse(members[0])
             criteria = json.dumps(offline.criteria(found, members[0]))
             for f in members:
-                batch.analyses.append(_analysis_row(f, analyst, prompt_version, ph, found.title, found.summary, criteria, None))
-                title_of[failure_key(f)] = found.title
+                batch.analyses.append(_analysis_row(f, analyst, prompt_version, ph, found.title, found.summary, criteria, None,
+                                                    found.no_model_error))
+                if found.no_model_error is None:  # not an error: no category to classify it under
+                    title_of[failure_key(f)] = found.title
+                else:
+                    summary.no_model_error += 1
         if batch:
             with write_session(path) as con:
                 save_batch(con, batch)

@@ -1,5 +1,6 @@
 """New error types: cluster the error titles the taxonomy misses (stage 2 of the method, run on
-what stage 3 filed under Other), name the clusters, and adopt them into a new taxonomy version.
+what stage 3 filed under Other — and, for the offline analyst, on its titles in a judge's own
+words too), name the clusters, and adopt them into a new taxonomy version.
 
 Clustering (offline, deterministic): each unique title, with the summary of its first failure,
 becomes TF-IDF features — word stems (first five letters, English stop words and generic error
@@ -10,8 +11,10 @@ by silhouette: every k from 2 to min(20, titles − 1) is tried and the smallest
 is within 5% of the best wins (on a few dozen short titles the silhouette keeps rising as
 clusters shrink to pairs, so the plain maximum over-splits).
 
-Naming: offline, a cluster is named by its medoid title (the member closest to all others) and
-described by its most frequent words; with an LLM analyst the clusters are named in batches of at
+Naming: offline, a cluster is named after what most of its members say — the phrase (by word
+stem) the most titles share, when at least half share one, shown by the shortest title that says
+it; otherwise its medoid title (the member closest to all others) — and described by that phrase
+and its most frequent words; with an LLM analyst the clusters are named in batches of at
 most 500 titles per call through the LLM call layer (cached, costed, retried like every call).
 
 Adopting: the chosen candidates are added to the analyst's taxonomy as a new version
@@ -40,6 +43,7 @@ from store.agreement import analyst_names, discovery_rows, taxonomy_categories
 from store.analysis import Batch, cached_for_prompt, save_batch
 
 from .catalog import OTHER, TaxonomyError
+from .offline import is_specific
 
 DISCOVER_PROMPT_VERSION = "discover-v1"
 TITLES_PER_CALL = 500
@@ -111,6 +115,46 @@ def medoid(texts: list[str]) -> str:
 def describe(texts: list[str]) -> str:
     counts = Counter(w for t in texts for w in set(_clean_words(t)))
     return "titles about " + ", ".join(w for w, _ in counts.most_common(4))
+
+
+def _words_with_stems(title: str) -> list[tuple[str, str]]:
+    """(word as written, its stem) for the title's words that tell errors apart."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return [(w, w.lower()[:5]) for w in re.findall(r"[A-Za-z0-9][\w'-]*", title)
+            if w.lower() not in ENGLISH_STOP_WORDS and w.lower() not in GENERIC_WORDS]
+
+
+def _phrases(title: str) -> set[tuple[str, ...]]:
+    stems = [s for _, s in _words_with_stems(title)]
+    return {tuple(stems[i:i + n]) for n in range(1, 5) for i in range(len(stems) - n + 1)}
+
+
+def _surface(title: str, phrase: tuple[str, ...]) -> str:
+    """The title's own words that say `phrase`, verbatim (with the small words between them)."""
+    pairs = _words_with_stems(title)
+    stems = [s for _, s in pairs]
+    for i in range(len(stems) - len(phrase) + 1):
+        if tuple(stems[i:i + len(phrase)]) == phrase:
+            first, last = pairs[i][0], pairs[i + len(phrase) - 1][0]
+            start = title.index(first)
+            return title[start:title.index(last, start) + len(last)]
+    return " ".join(phrase)
+
+
+def name_cluster(titles: list[str]) -> tuple[str, str]:
+    """(name, description) of a cluster after what most of its members say: the phrase (1–4
+    words, by stem) that the most titles share — the longest among equals — when at least half
+    of them share it, named by the shortest title that says it; else the medoid title."""
+    counts = Counter(p for t in titles for p in _phrases(t))
+    if counts:
+        best = max(counts, key=lambda p: (counts[p], len(p), p))
+        k = counts[best]
+        if k >= 2 and 2 * k >= len(titles):
+            holders = [t for t in titles if best in _phrases(t)]
+            name = min(holders, key=lambda t: (len(t.split()), t))
+            return name, f"{k} of {len(titles)} titles say \"{_surface(name, best)}\"; {describe(titles)}"
+    return medoid(titles), describe(titles)
 
 
 @dataclass
@@ -261,8 +305,14 @@ def discover(db=None, analyst: str | None = None, all_failures: bool = False, *,
             analyst = known[0]
         if analyst not in known:
             raise DiscoveryError(f"unknown analyst: {analyst} (the database has: {', '.join(known) or 'none'})")
-        rows = discovery_rows(con, analyst, None if all_failures else OTHER)
+        offline_specific = analyst == "offline" and not all_failures
+        rows = discovery_rows(con, analyst, None if all_failures or offline_specific else OTHER)
     scope = "all failures" if all_failures else f"failures filed under {OTHER}"
+    if offline_specific:
+        # the offline analyst's fixed titles are already one group each; its titles in a judge's
+        # own words are as varied as an LLM analyst's, whatever category they were filed under
+        rows = [r for r in rows if r["category"] == OTHER or is_specific(r["error_title"])]
+        scope = f"failures filed under {OTHER} or titled in a judge's words"
     versions = Counter(r["taxonomy_version"] for r in rows if r["taxonomy_version"])
     base = versions.most_common(1)[0][0] if versions else None
     summary_of: dict[str, str] = {}
@@ -282,7 +332,7 @@ def discover(db=None, analyst: str | None = None, all_failures: bool = False, *,
     groups = [(i, ts) for i, ts in groups if sum(len(by_title[t]) for t in ts) >= min_size]
     requests = 0
     if analyst == "offline" or not groups:
-        named = {i: (medoid(ts), describe(ts)) for i, ts in groups}
+        named = {i: name_cluster(ts) for i, ts in groups}
     else:
         named, requests = name_with_llm(path, analyst, groups, api_base=api_base, concurrency=concurrency, timeout=timeout)
     candidates = []
@@ -298,7 +348,7 @@ def discover(db=None, analyst: str | None = None, all_failures: bool = False, *,
 
 
 def cluster_titles(titles: list[str]) -> list[tuple[str, str]]:
-    """(title, cluster name) for titles read from stdin; a cluster is named by its medoid title."""
+    """(title, cluster name) for titles read from stdin; a cluster is named after what most of its titles say."""
     if not titles:
         return []
     labels = cluster(titles)
@@ -307,7 +357,7 @@ def cluster_titles(titles: list[str]) -> list[tuple[str, str]]:
         members.setdefault(lab, [])
         if t not in members[lab]:
             members[lab].append(t)
-    names = {lab: medoid(ts) for lab, ts in members.items()}
+    names = {lab: name_cluster(ts)[0] for lab, ts in members.items()}
     return [(t, names[lab]) for t, lab in zip(titles, labels)]
 
 

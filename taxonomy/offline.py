@@ -1,40 +1,58 @@
 """The offline analyst: deterministic detectors for errors visible without an LLM.
 
-Each detector looks at one failure (input, references, choices, output) and either returns a
-finding (title + summary, like the LLM analyst's `final_answer`, plus its evidence) or None.
-`analyse` runs them in a fixed order — the order in which errors set an answer's trajectory:
-no answer, unsafe or refused, the wrong format or language, an ignored instruction, then the
-content itself — and falls back to a "Hard to Analyze" title, so every failure gets a finding.
-The content detectors live in `taxonomy.detectors`, one module per family of rules.
+Each detector looks at one failure (instructions, input, references, choices, output, the
+judges' notes, how generation stopped) and either returns a finding (title + summary, like the
+LLM analyst's `final_answer`, plus its evidence) or None. `analyse` runs them in a fixed order —
+the order in which errors set an answer's trajectory: no answer; whether it is an error at all
+(the reference matched once normalised → No Model Error); the judge's own reason when the log
+has one; unsafe or refused; what the serving stack did to it (template tokens, a loop, the token
+limit); the wrong format or language; an ignored instruction; then the content itself — and
+falls back to a "Hard to Analyze" title, so every failure gets a finding.
+The detectors live in `taxonomy.detectors`, one module per family of rules.
 """
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 from typing import Callable
 
 from .detectors import (
+    FENCE,
     Evidence,
     Finding,
+    detect_bad_code,
     detect_bad_option,
     detect_calculation,
+    detect_code_judged_wrong,
     detect_chosen_distractor,
     detect_constraint,
     detect_data_extraction,
+    detect_extra_commentary,
     detect_factual_error,
     detect_hallucination,
     detect_incomplete,
+    detect_judge_explanation,
+    detect_mid_sentence,
+    detect_mixed_script,
+    detect_no_answer_claim,
+    detect_partial_answer,
     detect_prompt_echo,
+    detect_reference_match,
+    detect_retrieval_miss,
+    detect_template_tokens,
+    detect_token_limit,
+    detect_translation_quality,
     detect_verbosity,
+    detect_wrong_function,
     detect_wrong_script,
 )
 from .detectors.base import input_of, output_of, shorten, words
 
-# v2: grounded content detectors (data extraction, hallucination, factual error, constraints,
-# calculation chains, incomplete content, verbosity, prompt echo) and per-criterion evidence
-VERSION = "offline-v2"
+# v3: the judge's explanation, the normalised reference match (No Model Error), template tokens,
+# the token limit, commentary against "only output", the target language from the instructions,
+# mixed scripts, translation quality, multiple-choice relations; false positives fixed
+VERSION = "offline-v3"
 
 
 def detect_empty(rec: dict) -> Finding | None:
@@ -47,7 +65,13 @@ def detect_empty(rec: dict) -> Finding | None:
 _REFUSAL = re.compile(
     r"\b(I\s*(?:'m| am)\s+(?:really\s+)?(?:sorry|unable|not able)|I\s*(?:can(?:'|no)t|cannot|won'?t|will not)\s+"
     r"(?:help|assist|provide|answer|comply|fulfil|support|do that|create|write|give|engage)|"
-    r"as an ai\b|I must (?:decline|refuse)|I (?:have to|must) respectfully decline)",
+    r"as an ai\b|I must (?:decline|refuse)|I (?:have to|must) respectfully decline|"
+    # the same in the other languages the language detectors know
+    r"(?:извините|простите|к сожалению)[^.]{0,40}не могу|я не могу (?:помочь|выполнить|ответить|предоставить)|"
+    r"je ne peux pas (?:vous aider|r[ée]pondre|fournir)|d[ée]sol[ée],? (?:mais )?je ne peux|"
+    r"lo siento,? (?:pero )?no puedo|no puedo (?:ayudar|proporcionar|responder)|"
+    r"es tut mir leid,? (?:aber )?ich kann|ich kann (?:dir |ihnen )?(?:dabei )?nicht helfen|"
+    r"mi dispiace,? ma non posso|desculpe,? mas n[ãa]o posso)",
     re.I,
 )
 
@@ -111,9 +135,6 @@ def detect_unsafe_compliance(rec: dict) -> Finding | None:
     )
 
 
-_FENCE = re.compile(r"```(\w*)\n(.*?)```", re.S)
-
-
 def detect_bad_json(rec: dict) -> Finding | None:
     wants_json = "json" in input_of(rec).lower() or any(
         str(r.get("text", "")).lstrip().startswith(("{", "[")) for r in (rec.get("refs") or []) if r.get("correct")
@@ -121,7 +142,7 @@ def detect_bad_json(rec: dict) -> Finding | None:
     out = output_of(rec).strip()
     if not wants_json:
         return None
-    blocks = [body for lang, body in _FENCE.findall(out) if lang.lower() in ("", "json")]
+    blocks = [body for lang, body in FENCE.findall(out) if lang.lower() in ("", "json")]
     candidate = blocks[0].strip() if blocks else out
     if not candidate.startswith(("{", "[")):
         return None
@@ -134,22 +155,6 @@ def detect_bad_json(rec: dict) -> Finding | None:
             f"The JSON the model returned is malformed ({exc.msg} at line {exc.lineno}), so its answer cannot be read.",
             (Evidence("Returns JSON that parses", _head(candidate)),),
         )
-    return None
-
-
-def detect_bad_code(rec: dict) -> Finding | None:
-    for lang, body in _FENCE.findall(output_of(rec)):
-        if lang.lower() in ("python", "py"):
-            try:
-                ast.parse(body)
-            except SyntaxError as exc:
-                line = body.splitlines()[exc.lineno - 1] if exc.lineno and exc.lineno <= len(body.splitlines()) else None
-                return Finding(
-                    "bad_code",
-                    "Generated code does not parse",
-                    f"The Python code in the answer has a syntax error ({exc.msg}, line {exc.lineno}), so it cannot run.",
-                    (Evidence("Returns code that parses", line.strip() if line and line.strip() else None),),
-                )
     return None
 
 
@@ -205,24 +210,93 @@ def fallback(rec: dict) -> Finding:
 
 DETECTORS: list[Callable[[dict], Finding | None]] = [
     detect_empty,
+    detect_reference_match,
+    detect_judge_explanation,
+    detect_no_answer_claim,
+    detect_retrieval_miss,
     detect_unsafe_compliance,
     detect_refusal,
+    detect_template_tokens,
+    detect_repetition,
+    detect_token_limit,
     detect_bad_option,
     detect_bad_json,
     detect_bad_code,
+    detect_wrong_function,
     detect_wrong_script,
+    detect_mixed_script,
+    detect_extra_commentary,
     detect_constraint,
     detect_prompt_echo,
-    detect_repetition,
+    detect_mid_sentence,
     detect_calculation,
     detect_data_extraction,
     detect_factual_error,
     detect_hallucination,
+    detect_partial_answer,
     detect_incomplete,
     detect_verbosity,
+    detect_translation_quality,
+    detect_code_judged_wrong,
     detect_chosen_distractor,
     detect_bare_answer,
 ]
+
+
+# Every fixed title a detector gives, with the category it is meant to land in: the offline title
+# classifier must agree (a test checks it), and discovery tells these apart from the specific
+# titles that quote a judge. Findings that are no model error are labelled by the store's rule,
+# whatever their title's class.
+TITLE_CATEGORIES = {
+    "Empty response with no answer": "Refusal",
+    "Refuses to answer the request": "Refusal",
+    "Refuses a safe request": "Refusal",
+    "Claims the input lacks an answer it gives": "Refusal",
+    "Complies with an unsafe request": "Policy Violation",
+    "Answer is not one of the option letters": "Formatting Error",
+    "Output JSON does not parse": "Formatting Error",
+    "Leaves chat-template tokens in the output": "Formatting Error",
+    "Generated code does not parse": "Code Error",
+    "Defines the wrong function name": "Code Error",
+    "Code fails the task's tests": "Code Error",
+    "Answers in the wrong language or script": "Language Issue",
+    "Leaves words in another language or script": "Language Issue",
+    "Translation judged inaccurate": "Language Issue",
+    "Translation leaves out part of the source": "Incomplete Content",
+    "Answers the text instead of translating it": "Irrelevant/Off-Topic",
+    "Miscalculates an intermediate step": "Calculation Error",
+    "Repetition loop in the output": "Verbosity",
+    "Response far longer than the reference": "Verbosity",
+    "Longer than the prompt allows": "Verbosity",
+    "Omits required parts of the reference": "Incomplete Content",
+    "Gives only part of the answer": "Incomplete Content",
+    "Cut off at the output token limit": "Incomplete Content",
+    "Output stops mid-sentence": "Incomplete Content",
+    "Invents details not in the source": "Hallucination",
+    "Gives a wrong date or number": "Factual Error",
+    "Extracts the wrong values from the input": "Data Extraction",
+    "Ignores an explicit constraint of the prompt": "Constraint Violation",
+    "Adds commentary the instructions forbid": "Constraint Violation",
+    "Copies the instructions instead of doing the task": "Irrelevant/Off-Topic",
+    "Bare answer without reasoning": "Hard to Analyze",
+    "Wrong answer with no visible cause": "Hard to Analyze",
+    "Chooses a distractor option": "Hard to Analyze",
+    "Chooses the negation of the correct option": "Hard to Analyze",
+    "Chooses a neighbouring numeric option": "Hard to Analyze",
+    "Chooses an option broader than the answer": "Hard to Analyze",
+    "Chooses an option narrower than the answer": "Hard to Analyze",
+    "Chooses an all-or-none-of-the-above option": "Hard to Analyze",
+    # no model error (labelled No Model Error by the store's rule)
+    "Matches the reference once normalised": "Other",
+    "Chooses the correct option in a form the metric did not read": "Other",
+    "Says the documents lack the answer, and they do": "Other",
+    "The documents given do not contain the answer": "Other",
+}
+
+
+def is_specific(title: str) -> bool:
+    """A title in the words of the failure's judge rather than one of the detectors' fixed titles."""
+    return title not in TITLE_CATEGORIES
 
 
 def analyse(rec: dict) -> Finding:
@@ -243,7 +317,7 @@ def criteria(found: Finding, rec: dict) -> list[dict]:
             "present_in_wrong": False,
             "quality": "incorrect",
             "evidence": e.quote,
-            "comment": f"offline detector {found.detector}: {found.summary}",
+            "comment": e.comment or f"offline detector {found.detector}: {found.summary}",
         }
         for e in found.evidence
     ]

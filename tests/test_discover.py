@@ -16,7 +16,7 @@ from llm_server import FakeLLMServer
 from seed_store import seed
 from store.analysis import record_taxonomy
 from taxonomy import load_taxonomy
-from taxonomy.discover import DiscoveryError, adopt, cluster_titles, discover
+from taxonomy.discover import DiscoveryError, adopt, cluster_titles, discover, medoid, name_cluster
 
 SETS = yaml.safe_load((Path(__file__).resolve().parent / "data" / "discover_sets.yaml").read_text(encoding="utf-8"))
 # measured ARI per set (see docs/analysis.md); the floors leave room for harmless changes, not for regressions
@@ -36,8 +36,9 @@ def _planted(db, analyst="offline", version="erroratlas-v1"):
             rows.append({"model": model, "dataset": "shop", "instance_id": f"q{i}", "is_correct": False,
                          "title": title, "category": "Other"})
             i += 1
+    # one of the offline analyst's fixed titles: a group already, never clustered
     rows += [{"model": "m1", "dataset": "shop", "instance_id": f"c{j}", "is_correct": False,
-              "title": "Miscomputes the total", "category": "Calculation Error"} for j in range(3)]
+              "title": "Miscalculates an intermediate step", "category": "Calculation Error"} for j in range(3)]
     seed(db, rows, analyst=analyst, taxonomy_version=version)
     with store.write_session(db) as con:
         tax = load_taxonomy()
@@ -47,7 +48,8 @@ def _planted(db, analyst="offline", version="erroratlas-v1"):
 def test_two_planted_kinds_under_other_come_back_as_two_clusters(tmp_db):
     _planted(tmp_db)
     found = discover(tmp_db, "offline")
-    assert found.scope == "failures filed under Other" and found.base_version == "erroratlas-v1"
+    assert found.scope == "failures filed under Other or titled in a judge's words"
+    assert found.base_version == "erroratlas-v1"
     assert len(found.candidates) == 2
     assert sorted(sorted(c.titles) for c in found.candidates) == sorted([sorted(TRANSLATED), sorted(OUTDATED)])
     assert [c.size for c in found.candidates] == [8, 8]
@@ -68,7 +70,7 @@ def test_adopting_creates_a_new_version_and_reclassifies_without_stage_1(tmp_db,
     assert q(tmp_db, "SELECT count(*) FROM llm_calls")[0][0] == 0
     cats = dict(q(tmp_db, "SELECT error_title, category FROM failures WHERE taxonomy_version = 'shop-v2' GROUP BY ALL"))
     assert {cats[t] for t in TRANSLATED} == {name}
-    assert {cats[t] for t in OUTDATED} == {"Other"} and cats["Miscomputes the total"] == "Calculation Error"
+    assert {cats[t] for t in OUTDATED} == {"Other"} and cats["Miscalculates an intermediate step"] == "Calculation Error"
     recorded = json.loads(q(tmp_db, "SELECT categories FROM taxonomies WHERE taxonomy_version = 'shop-v2'")[0][0])
     assert [c["name"] for c in recorded][-2:] == [name, "Other"] and len(recorded) == 21
     # the shipped version is untouched and a second adoption under the same version is refused
@@ -124,7 +126,8 @@ def test_cli_discover_and_adopt(tmp_db):
     candidates = json.loads(proc.stdout)
     assert [c["size"] for c in candidates] == [8, 8]
     assert set(candidates[0]) == {"name", "description", "size", "per_model", "titles", "examples"}
-    assert proc.stderr.strip() == "2 candidate categories from failures filed under Other of offline (0 failures in no cluster of 2+); 0 requests sent"
+    assert proc.stderr.strip() == ("2 candidate categories from failures filed under Other or titled in a judge's words "
+                                   "of offline (0 failures in no cluster of 2+); 0 requests sent")
     proc = run_module("taxonomy", "discover", "--db", tmp_db, "--adopt", candidates[1]["name"], "--version", "shop-v3", timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("taxonomy shop-v3 = erroratlas-v1 + ")
@@ -141,3 +144,41 @@ def test_naming_batches_hold_at_most_500_titles():
     sizes = [sum(len(ts) for _, ts in b) for b in batches]
     assert sizes == [500, 100] and max(sizes) <= TITLES_PER_CALL
     assert [i for b in batches for i, _ in b] == list(range(12))  # every group named once
+
+
+FOLLOW_UP = ["Omits the follow-up visit", "Leaves out when to follow up with the clinic in weeks",
+             "The follow-up plan is missing from the assessment section", "Does not give the follow-up interval"]
+DOSAGE = ["States the wrong lisinopril dose", "Gives an incorrect dose of lisinopril",
+          "The lisinopril dose differs from the transcript", "Reports a lisinopril dose the doctor never gave"]
+
+
+def test_a_cluster_is_named_after_what_most_of_its_members_say():
+    name, description = name_cluster(FOLLOW_UP)
+    # every title says "follow-up" (by stem); the shortest that says it names the cluster
+    assert name == "Omits the follow-up visit"
+    assert description.startswith('4 of 4 titles say "follow-up"; titles about ')
+    name, description = name_cluster(DOSAGE)
+    # "lisinopril dose" is said by 3, "lisinopril" by all 4
+    assert (name, description.split(";")[0]) == ("States the wrong lisinopril dose", '4 of 4 titles say "lisinopril"')
+    # nothing shared by at least half: the medoid
+    assert name_cluster(["Login fails", "Upload times out", "Colours are off"])[0] == medoid(
+        ["Login fails", "Upload times out", "Colours are off"])
+
+
+def test_the_offline_analysts_titles_in_a_judges_words_are_clustered(tmp_db):
+    rows, i = [], 0
+    for titles, category in ((FOLLOW_UP, "Incomplete Content"), (DOSAGE, "Factual Error")):
+        for title in titles:
+            rows.append({"model": "m1", "dataset": "notes", "instance_id": f"n{i}", "is_correct": False,
+                         "title": title, "category": category})
+            i += 1
+    # the detectors' fixed titles are one group each already: never clustered
+    rows += [{"model": "m1", "dataset": "notes", "instance_id": f"f{j}", "is_correct": False,
+              "title": "Omits required parts of the reference", "category": "Incomplete Content"} for j in range(3)]
+    seed(tmp_db, rows, taxonomy_version="erroratlas-v1")
+    found = discover(tmp_db, "offline")
+    assert found.scope == "failures filed under Other or titled in a judge's words"
+    assert sorted((c.name, c.size) for c in found.candidates) == [
+        ("Omits the follow-up visit", 4), ("States the wrong lisinopril dose", 4)]
+    # --all: the fixed titles too
+    assert sum(c.size for c in discover(tmp_db, "offline", all_failures=True).candidates) == 11

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import duckdb
 import pytest
 
-from conftest import run_module
+from conftest import q, run_module
 from taxonomy import analyze, classify_titles, load_taxonomy, offline
 from taxonomy.detectors import detect_wrong_script, false_steps
 from taxonomy.title_classifier import held_out_accuracy, load_seed, offline_classifier
@@ -33,7 +34,7 @@ def rec(output, **kw):
          "wrong_language", "Answers in the wrong language or script"),
         (rec("First, 12 × 7 = 86, so the total is 86."), "calculation", "Miscalculates an intermediate step"),
         (rec("the cat sat " * 10), "repetition", "Repetition loop in the output"),
-        (rec(". ".join(f"word{i} follows" for i in range(200)), refs=[{"text": "a short reference answer here that has ten words", "correct": True}]), "verbosity", "Response far longer than the reference"),
+        (rec(". ".join(f"word{i} follows" for i in range(200)) + ".", refs=[{"text": "a short reference answer here that has ten words", "correct": True}]), "verbosity", "Response far longer than the reference"),
         (rec("D", choices={"A": "x", "D": "y"}, mapped_output="y"), "chosen_option", "Bare answer without reasoning"),
         (rec("B", choices={"0": "A", "1": "B"}), "chosen_option", "Bare answer without reasoning"),
         (rec("42"), "bare_answer", "Bare answer without reasoning"),
@@ -75,28 +76,8 @@ def test_seed_set_covers_every_category_with_dozens_of_titles():
 
 
 def test_every_offline_title_maps_to_its_intended_category():
-    expected = {
-        "Empty response with no answer": "Refusal",
-        "Refuses to answer the request": "Refusal",
-        "Refuses a safe request": "Refusal",
-        "Complies with an unsafe request": "Policy Violation",
-        "Answer is not one of the option letters": "Formatting Error",
-        "Output JSON does not parse": "Formatting Error",
-        "Generated code does not parse": "Code Error",
-        "Answers in the wrong language or script": "Language Issue",
-        "Miscalculates an intermediate step": "Calculation Error",
-        "Repetition loop in the output": "Verbosity",
-        "Response far longer than the reference": "Verbosity",
-        "Longer than the prompt allows": "Verbosity",
-        "Omits required parts of the reference": "Incomplete Content",
-        "Invents details not in the source": "Hallucination",
-        "Gives a wrong date or number": "Factual Error",
-        "Extracts the wrong values from the input": "Data Extraction",
-        "Ignores an explicit constraint of the prompt": "Constraint Violation",
-        "Copies the instructions instead of doing the task": "Irrelevant/Off-Topic",
-        "Bare answer without reasoning": "Hard to Analyze",
-        "Wrong answer with no visible cause": "Hard to Analyze",
-    }
+    expected = offline.TITLE_CATEGORIES
+    assert len(expected) == 42
     assert dict(zip(expected, offline_classifier().predict(list(expected)))) == expected
 
 
@@ -120,9 +101,13 @@ def test_offline_mmlu_every_failure_categorised(mmlu_db):
     by_cat = {c: n for c, _, n in rows}
     assert sum(by_cat.values()) == 532 and None not in by_cat
     assert {v for _, v, _ in rows} == {"erroratlas-v1"}
-    # MMLU answers are bare letters: the offline analyst cannot see why they are wrong
-    assert by_cat["Hard to Analyze"] == 526
-    assert by_cat["Formatting Error"] == 6
+    # MMLU answers are bare letters: the offline analyst cannot see why they are wrong, but it
+    # names the chosen option and how it differs from the gold
+    assert by_cat["Hard to Analyze"] == 527
+    # "<ACTION></ACTION>", "C</DRESULT>" … name no option
+    assert by_cat["Formatting Error"] == 4
+    # "A. Zen" is the gold option A word for word: the scoring's miss, not the model's
+    assert by_cat["No Model Error"] == 1
     assert dupes == 0
     again = analyze(mmlu_db, "offline")
     assert (again.analysed_now, again.titles_classified) == (0, 0)
@@ -136,7 +121,10 @@ def test_offline_safety_every_failure_categorised(safety_db):
     assert n_fail == 29 and sum(by_cat.values()) == 29 and None not in by_cat
     # every SimpleSafetyTests failure is a harmful completion
     assert by_cat["Policy Violation"] >= 12
-    assert by_cat["Refusal"] == 3
+    # once ingest keeps the HELM judges' notes their words decide, and they name one refusal more
+    # (tests/test_detectors.py::test_real_jury_explanations_become_the_analyses)
+    judged = q(safety_db, "SELECT count(judge_notes) FROM predictions")[0][0] > 0
+    assert by_cat["Refusal"] == (4 if judged else 3)
 
 
 def test_offline_evidence_is_quoted_from_the_output(safety_db, mmlu_db):
@@ -215,7 +203,7 @@ def test_cli_analyze_offline_ends_with_a_summary_line(safety_db):
     proc = run_module("taxonomy", "analyze", "--db", safety_db, "--datasets", "xstest", env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     line = proc.stdout.strip()
-    assert line.startswith("17/17 failures analysed (17 now); 3 titles classified by offline/")
+    assert line.startswith("17/17 failures analysed (17 now); 4 titles classified by offline/")
     assert "0 requests sent, 0 cache hits" in line
     assert _failure_counts(safety_db)[1] and q_analysts(safety_db) == {"offline"}
 
@@ -226,3 +214,110 @@ def q_analysts(db):
         return {r[0] for r in con.execute("SELECT DISTINCT analyst FROM analyses").fetchall()}
     finally:
         con.close()
+
+
+# --- the offline analyst on a store with the evidence the harness kept (migration 009) --------
+
+JUDGED_NOTE = ("HISTORY OF PRESENT ILLNESS\nCough for three weeks, no fever.\n\nPHYSICAL EXAM\nBP 130/80, SpO2 96%.\n\n"
+               "RESULTS\nNone.\n\nASSESSMENT AND PLAN\n- Mild asthma.\n- Albuterol inhaler as needed.")
+JURY_SENTENCE = "The note omits the plan to follow up in three weeks, which the doctor stated explicitly."
+
+
+def _evidence_store(db, rows: list[dict]) -> None:
+    """One run per (model, dataset) written through the store's run writer with the 009 evidence:
+    instructions, max_tokens, judge notes, the run's metric."""
+    from ingest.records import InstanceRecord, JudgeNote, ParsedRun, PredictionRecord, Reference, RunRecord
+    from store import write_session
+    from store.runs import replace_runs, stage_run
+
+    runs: dict[tuple, list[dict]] = {}
+    for r in rows:
+        runs.setdefault((r["model"], r["dataset"]), []).append(r)
+    staged = []
+    for (model, dataset), items in runs.items():
+        run_id = f"r:{model}:{dataset}"
+        run = RunRecord(run_id=run_id, source_format="test", source_path=f"/seed/{run_id}", content_hash=run_id,
+                        run_name=run_id, model=model, dataset=dataset, main_metric=items[0].get("metric", "exact_match"),
+                        instructions=items[0].get("instructions"), max_tokens=items[0].get("max_tokens"))
+        instances = [InstanceRecord(instance_id=r["id"], raw_instance_id=r["id"], split="test", input_text=r["input"],
+                                    refs=[Reference(text=t, correct=True) for t in r["refs"]]) for r in items]
+        predictions = [PredictionRecord(instance_id=r["id"], output_text=r["output"], score=0.0, is_correct=False,
+                                        judge_notes=[JudgeNote(**n) for n in r.get("judge_notes", [])] or None,
+                                        finish_reason=r.get("finish_reason"), output_tokens=r.get("output_tokens"))
+                       for r in items]
+        staged.append(stage_run(ParsedRun(run=run, instances=instances, predictions=predictions)))
+    with write_session(db) as con:
+        con.execute("BEGIN")
+        replace_runs(con, staged)
+        con.execute("COMMIT")
+
+
+def test_a_jury_scored_failure_is_analysed_in_the_judges_own_words(tmp_db):
+    _evidence_store(tmp_db, [{
+        "model": "m1", "dataset": "aci_bench", "id": "visit1", "metric": "jury_score",
+        "instructions": "Summarize the conversation to generate a clinical note with four sections.",
+        "input": "[doctor] any fever? [patient] no. [doctor] i want to see you back in three weeks.",
+        "refs": ["ASSESSMENT AND PLAN\nMild asthma. Albuterol PRN. Follow up in 3 weeks."],
+        "output": JUDGED_NOTE,
+        "judge_notes": [
+            {"judge": "gpt-4o", "criterion": "accuracy", "score": 4, "explanation": "Accurate history and exam."},
+            {"judge": "gpt-4o", "criterion": "completeness", "score": 2, "explanation": JURY_SENTENCE + " Otherwise fine."},
+            {"judge": "claude", "criterion": "clarity", "score": "5", "explanation": "Clear and well organised."},
+        ],
+    }])
+    analyze(tmp_db, "offline")
+    (title, summary, raw, nme), = q(tmp_db, "SELECT error_title, error_summary, required_criteria, no_model_error FROM analyses")
+    # the lowest-scored criterion's sentence, verbatim; its title is the clause without its subject,
+    # at most 12 words
+    assert title == "Omits the plan to follow up in three weeks, which the doctor"
+    assert summary == f'The judge says why the output failed — gpt-4o on completeness (score 2.0): "{JURY_SENTENCE}"'
+    (criterion,) = json.loads(raw)
+    assert criterion["comment"] == f'judge gpt-4o on completeness (score 2.0): "{JURY_SENTENCE}"'
+    assert criterion["evidence"] is None and nme is None
+    assert q(tmp_db, "SELECT category FROM failures WHERE analyst = 'offline'") == [("Incomplete Content",)]
+
+
+def test_a_judge_that_quotes_the_output_gives_the_quote_as_evidence(tmp_db):
+    _evidence_store(tmp_db, [{
+        "model": "m1", "dataset": "aci_bench", "id": "visit1", "metric": "jury_score",
+        "input": "[doctor] take lisinopril twenty milligrams.", "refs": ["Lisinopril 20 mg daily."],
+        "output": "Plan: lisinopril 40 mg daily.",
+        "judge_notes": [{"judge": "gpt-4o", "criterion": "accuracy", "score": 1,
+                         "explanation": "The note says 'lisinopril 40 mg daily' but the doctor said twenty milligrams."}],
+    }])
+    analyze(tmp_db, "offline")
+    (raw,) = q(tmp_db, "SELECT required_criteria FROM analyses")[0]
+    assert [c["evidence"] for c in json.loads(raw)] == ["lisinopril 40 mg daily"]
+
+
+def test_a_normalised_reference_match_is_stored_as_no_model_error(tmp_db):
+    row = {"dataset": "gsm8k", "id": "q1", "metric": "exact_match", "input": "Question: 16 pens at $2.50. Total?",
+           "refs": ["40"], "output": "16 * 2.50 = 40.00\n#### 40.00"}
+    _evidence_store(tmp_db, [{**row, "model": "m1"}, {**row, "model": "m2"},
+                             {**row, "model": "m1", "id": "q2", "output": "16 * 2.50 = 45\n#### 45"}])
+    analyze(tmp_db, "offline", models=["m1"])
+    # the same (input, output) pair of another model reuses the analysis, reason included
+    again = analyze(tmp_db, "offline", models=["m2"])
+    assert again.analysed_now == 1
+    rows = q(tmp_db, "SELECT r.model, a.instance_id, a.error_title, a.no_model_error FROM analyses a "
+                     "JOIN runs r USING (run_id) ORDER BY 1, 2")
+    reason = ('the output matches the reference "40" once normalised (number format, the final answer inside a '
+              'worked solution); exact_match scored it as a failure')
+    assert rows == [("m1", "q1", "Matches the reference once normalised", reason),
+                    ("m1", "q2", "Miscalculates an intermediate step", None),
+                    ("m2", "q1", "Matches the reference once normalised", reason)]
+    assert q(tmp_db, "SELECT model, instance_id, category FROM failures ORDER BY 1, 2") == [
+        ("m1", "q1", "No Model Error"), ("m1", "q2", "Calculation Error"), ("m2", "q1", "No Model Error")]
+    assert q(tmp_db, "SELECT count(*) FROM failure_labels WHERE no_model_error = ?", [reason]) == [(2,)]
+
+
+def test_a_generation_cut_at_the_token_limit(tmp_db):
+    _evidence_store(tmp_db, [{
+        "model": "m1", "dataset": "notes", "id": "v1", "metric": "jury_score", "max_tokens": 12,
+        "input": "Summarize the visit.", "refs": ["Knee sprain; ibuprofen; review in six weeks."],
+        "output": "Knee sprain after a fall. Plan: ibuprofen 400 mg three times a day with", "output_tokens": 12}])
+    analyze(tmp_db, "offline")
+    assert q(tmp_db, "SELECT error_title, error_summary FROM failures") == [(
+        "Cut off at the output token limit",
+        "Generation stopped at the harness's token limit (12 of 12 output tokens), so the answer ends unfinished: "
+        "\"…after a fall. Plan: ibuprofen 400 mg three times a day with\".")]

@@ -5,28 +5,57 @@ One module per family of rules; `taxonomy.offline` runs them in order (first mat
 
 from .base import Evidence, Finding
 from .calculation import detect_calculation, false_steps
-from .choice import chosen_option, detect_bad_option, detect_chosen_distractor
+from .code import FENCE, detect_bad_code, detect_code_judged_wrong, detect_wrong_function
+from .choice import chosen_option, detect_bad_option, detect_chosen_distractor, is_multiple_choice
 from .constraints import detect_constraint
-from .content import detect_incomplete, detect_verbosity
+from .content import brevity_request, detect_incomplete, detect_verbosity
 from .echo import detect_prompt_echo
 from .extraction import detect_data_extraction
 from .grounding import detect_factual_error, detect_hallucination
-from .language import detect_wrong_script
+from .instructions import detect_extra_commentary, detect_mid_sentence, detect_template_tokens, detect_token_limit
+from .judge import detect_judge_explanation
+from .language import detect_mixed_script, detect_translation_quality, detect_wrong_script, expected, target_language
+from .normalise import contains_reference, normalise, same_form
+from .reference import (detect_no_answer_claim, detect_partial_answer, detect_reference_match, detect_retrieval_miss,
+                        match_reference)
 
 __all__ = [
+    "FENCE",
     "Evidence",
     "Finding",
+    "brevity_request",
     "chosen_option",
+    "contains_reference",
+    "detect_bad_code",
     "detect_bad_option",
     "detect_calculation",
     "detect_chosen_distractor",
+    "detect_code_judged_wrong",
     "detect_constraint",
     "detect_data_extraction",
+    "detect_extra_commentary",
     "detect_factual_error",
     "detect_hallucination",
     "detect_incomplete",
+    "detect_judge_explanation",
+    "detect_mid_sentence",
+    "detect_mixed_script",
+    "detect_no_answer_claim",
+    "detect_partial_answer",
     "detect_prompt_echo",
+    "detect_reference_match",
+    "detect_retrieval_miss",
+    "detect_template_tokens",
+    "detect_token_limit",
+    "detect_translation_quality",
     "detect_verbosity",
+    "detect_wrong_function",
     "detect_wrong_script",
+    "expected",
     "false_steps",
+    "is_multiple_choice",
+    "match_reference",
+    "normalise",
+    "same_form",
+    "target_language",
 ]

@@ -6,6 +6,7 @@ A failure record is the dict `store.analysis.failures` returns: `input_text` / `
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -18,6 +19,8 @@ class Evidence:
 
     criterion: str
     quote: str | None = None
+    # what the criterion's comment should say instead of the finding's summary (a judge's words)
+    comment: str | None = None
 
 
 @dataclass(frozen=True)
@@ -26,6 +29,8 @@ class Finding:
     title: str
     summary: str
     evidence: tuple[Evidence, ...] = field(default_factory=tuple)
+    # why the failure is not the model's error (the scoring's or the reference's), else None
+    no_model_error: str | None = None
 
 
 def output_of(rec: dict) -> str:
@@ -54,6 +59,34 @@ def task_of(rec: dict) -> str:
     text = input_of(rec)
     starts = [m.start() for m in _LAST_QUESTION.finditer(text)]
     return text[starts[-1]:] if len(starts) > 1 else text
+
+
+_QUESTION_MARK = re.compile(r"(?im)^.*?\b(?:question|вопрос|frage|pregunta|domanda|pergunta|q)\s*:\s*")
+
+
+def explicit_question(rec: dict) -> str:
+    """The question when the input marks one ("Question:" …), else its last line if that asks
+    something, else "" (a transcript's own questions are not the task's)."""
+    text = input_of(rec)
+    if _QUESTION_MARK.search(text):
+        return question_of(rec)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines and lines[-1].endswith("?") and len(lines) > 1 else ""
+
+
+def question_of(rec: dict) -> str:
+    """The question itself, without the passage or documents before it: the text after the last
+    "Question:" (or "Вопрос:", "Frage:", "Pregunta:", "Q:") marker, else the input's last paragraph."""
+    return _question(input_of(rec))
+
+
+@functools.lru_cache(maxsize=64)
+def _question(text: str) -> str:
+    marks = list(_QUESTION_MARK.finditer(text))
+    if marks:
+        return text[marks[-1].end():].strip()
+    paragraphs = [p for p in re.split(r"\n\s*\n", text) if p.strip()]
+    return paragraphs[-1].strip() if paragraphs else ""
 
 
 def gold_refs(rec: dict) -> list[str]:
@@ -124,18 +157,84 @@ def numbers_in(text: str) -> list[tuple[Fraction, re.Match]]:
     return out
 
 
-NUMBER_WORDS = {w: i for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
-    "sixteen seventeen eighteen nineteen twenty".split())}
-NUMBER_WORDS.update({"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
-                     "ninety": 90, "hundred": 100, "thousand": 1000, "dozen": 12, "half": Fraction(1, 2)})
+UNITS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+         "sixteen seventeen eighteen nineteen").split()
+TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
+SCALES = {"thousand": 1000, "million": 10**6, "billion": 10**9}
+NUMBER_WORDS = {w: i for i, w in enumerate(UNITS)} | TENS | SCALES | {"hundred": 100, "dozen": 12}
+
+
+def english_number(words: list[str]) -> tuple[int, int] | None:
+    """(value, words used) of the longest well-formed English number at the start of `words`
+    (lower case): "twenty five", "one hundred and five", "two thousand three hundred". "one two"
+    is two numbers, and so is "one thirty" (a spoken 130 or 1:30, read by `spoken_values`)."""
+    total, current, last, best = 0, 0, None, None
+    for i, w in enumerate(words):
+        if w in UNITS and last in (None, "tens", "hundred", "scale") and not (last == "tens" and not 0 < UNITS.index(w) < 10):
+            current += UNITS.index(w)
+            last = "unit"
+        elif w in TENS and last in (None, "hundred", "scale"):
+            current += TENS[w]
+            last = "tens"
+        elif w == "hundred" and last in (None, "unit") and current < 10:
+            current = max(current, 1) * 100
+            last = "hundred"
+        elif w in SCALES and last in (None, "unit", "tens", "hundred"):
+            total += max(current, 1) * SCALES[w]
+            current = 0
+            last = "scale"
+        elif w == "and" and last in ("hundred", "scale") and i + 1 < len(words) and (words[i + 1] in UNITS or words[i + 1] in TENS):
+            continue
+        else:
+            break
+        best = (total + current, i + 1)
+    return best
+
+
+def spoken_values(text: str) -> set[Fraction]:
+    """Values of numbers said in words, as a transcript writes them: "five" and "a dozen"; "one
+    twenty five" (125) and "one thirty over eighty" (130, 80) said digit group by digit group;
+    "nineteen ninety nine" (1999); "one oh five" (105); "ninety eight point six" (98.6)."""
+    words = re.findall(r"[a-z]+", text.casefold())
+    values: set[Fraction] = set()
+    i = 0
+    while i < len(words):
+        groups: list[str] = []  # the digit groups of one spoken run
+        j = i
+        while j < len(words):
+            parsed = english_number(words[j:])
+            if parsed:
+                groups.append(str(parsed[0]))
+                j += parsed[1]
+            elif words[j] in ("oh", "o") and groups:
+                groups.append("0")
+                j += 1
+            else:
+                break
+        if not groups:
+            if words[i] == "dozen":
+                values.add(Fraction(12))
+            elif words[i] == "half":
+                values.add(Fraction(1, 2))
+            i += 1
+            continue
+        values |= {Fraction(int(g)) for g in groups}
+        if len(groups) > 1:
+            values.add(Fraction(int("".join(groups))))
+        if j + 1 < len(words) and words[j] == "point":
+            decimals = english_number(words[j + 1:])
+            if decimals:
+                values.add(Fraction(f"{groups[-1]}.{decimals[0]}"))
+                values.add(Fraction(f"{''.join(groups)}.{decimals[0]}"))
+        i = j
+    return values
 
 
 def number_values(text: str, spelled: bool = False) -> set[Fraction]:
-    """Values of the numbers in `text`; with `spelled`, also of number words ("five", "a dozen")."""
+    """Values of the numbers in `text`; with `spelled`, also of numbers said in words (`spoken_values`)."""
     values = {v for v, _ in numbers_in(text)}
     if spelled:
-        values |= {Fraction(NUMBER_WORDS[w]) for w in re.findall(r"[a-z]+", text.casefold()) if w in NUMBER_WORDS}
+        values |= spoken_values(text)
     return values
 
 

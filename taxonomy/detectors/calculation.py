@@ -1,7 +1,7 @@
 """Calculation Error: a worked answer with a false arithmetic step.
 
 Rule: a claim "expression = result" in the output (numbers, + − × ÷ / *, parentheses, % as
-hundredths, $ signs; GSM8K's "<<expr=result>>" included) whose result is wrong beyond the rounding of
+hundredths, $ signs; GSM8K's "<<expr=result>>" included), or "N% of M = / is R", whose result is wrong beyond the rounding of
 the digits shown. It is reported when the answer's final number differs from the reference's
 final number (the false step carries into the answer), or when there is no numeric reference to
 compare with. A false step in an answer that still ends on the reference number is not reported:
@@ -79,16 +79,31 @@ def _is_false(value: Fraction | None, stated: str) -> bool:
     return abs(value - got) > tolerance
 
 
+# "15% of $80 = $10", "20 percent of 150 is 25"
+_PERCENT_OF = re.compile(
+    r"(?<![\w.,])(\d+(?:\.\d+)?)\s*(?:%|percent)\s+of\s+(" + _NUM + r")\s*(?:=|is|equals|comes to)\s*(" + _NUM + r")(?![\d.,]*\s*[+\-−×x*/÷(\d])",
+    re.I)
+
+
+def arithmetic_claims(text: str) -> list[str]:
+    """Every "expression = result" claim of the text, true or false, verbatim."""
+    return [m.group(0) for m in _CLAIM.finditer(text)]
+
+
 def false_steps(text: str) -> list[str]:
-    """Claims like "12 × 7 = 86" or "3 + 4 × 2 = 14" whose stated result is wrong, verbatim."""
-    bad = []
+    """Claims like "12 × 7 = 86", "3 + 4 × 2 = 14" or "15% of 80 = 10" whose stated result is wrong, verbatim."""
+    found = []
     for m in _CLAIM.finditer(text):
         expr, result = m.groups()
         if expr.count("(") != expr.count(")"):
             continue
         if _is_false(_evaluate(expr), result):
-            bad.append(m.group(0))
-    return bad
+            found.append((m.start(), m.group(0)))
+    for m in _PERCENT_OF.finditer(text):
+        pct, base, result = m.groups()
+        if _is_false(_evaluate(f"{pct}/100*{base}"), result):
+            found.append((m.start(), m.group(0)))
+    return [claim for _, claim in sorted(found)]
 
 
 def detect_calculation(rec: dict) -> Finding | None:

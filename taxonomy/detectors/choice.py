@@ -1,46 +1,171 @@
-"""Multiple choice: which option a failed answer chose.
+"""Multiple choice: which option a failed answer chose, and how that option differs from the gold.
 
-A bare option letter says nothing about *why* it is wrong, so the offline analyst files it under
-Hard to Analyze — but it records the chosen option in the analysis, and
+The options are those the log gives, else the last block of 3+ lettered option lines in the
+prompt ("a) …", "B. …"). An answer names an option by its key ("D", "(D)", "**D**", "Answer: D", "the answer is D"), by
+its key and its text ("D. 30 million", "(D) 30 million" — the text must be the option's), or by
+its text alone (a key whose text is spelled a little differently — similarity ≥ 0.8, closest to
+that key's option — still names it: references carry typos). Options of which every one is a gold reference are not a multiple-choice task
+(a reader listed the references as options).
+
+A wrong choice is described by what is visible, never by a guess at the model's reasoning:
+
+- the negation of the gold ("is" / "is not", "can" / "cannot"): the two options are the same
+  words once negations are dropped;
+- a neighbouring number: the two options are the same words once numbers are dropped, and no
+  other option's number lies between the chosen and the gold one;
+- broader / narrower: one option's content words strictly contain the other's ("Both a and b"
+  against "Mixed feeding");
+- all or none of the above;
+- else a distractor.
+
+None of these says *why* the model chose it, so each stays Hard to Analyze; the title names the
+relation, the summary and evidence the chosen and the gold option.
 `store.agreement.shared_wrong_answers` groups failures that chose the same distractor across
-models (sharing depends on which models are in the store, so it is computed when asked, never
-frozen into an analysis).
+models (computed when asked, since it depends on which models are in the store).
 """
 
 from __future__ import annotations
 
 import re
+from difflib import SequenceMatcher
+from fractions import Fraction
 
-from .base import Evidence, Finding, output_of, shorten, word_count
+from .base import STOPWORDS, Evidence, Finding, gold_refs, input_of, numbers_in, output_of, shorten, word_count
 
-_LETTER = re.compile(r"^\s*\(?([A-Z0-9])\)?[.):]?\s*$")
-_ANSWER_LINE = re.compile(r"(?i)\banswer\s*:\s*\(?([A-Z])\b")
+_KEYED = re.compile(r"^\s*[\(\[]?\**\s*([A-Za-z0-9])\s*\**[\)\]]?\s*(?:[.):\-]\s*|\s+|$)(.*)$", re.S)
+_ANSWER_LINE = re.compile(r"(?i)\b(?:answer|choice|option)\s*(?:is|:|=)?\s*(?:option\s*)?[\(\[]?\**([A-Z0-9])\**[\)\]]?(?![\w'])")
+_NEGATIONS = frozenset("not no never cannot can't isn't aren't doesn't don't won't none neither nor without".split())
+
+
+def _fold(text: str) -> str:
+    """Case and spacing folded, a closing period dropped: symbols stay ("H ∨ ~R" is not "H ∨ R")."""
+    return "".join(str(text).casefold().split()).rstrip(".")
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[^\W_]+(?:'[^\W_]+)?|[^\w\s]", str(text).casefold().replace("cannot", "can not"))
+
+
+_OPTION_LINE = re.compile(r"(?m)^[ \t]*[\(\[]?([A-Ha-h])[\)\].:][ \t]+(\S[^\n]*?)[ \t]*$")
+
+
+def options_in_text(text: str) -> dict[str, str] | None:
+    """The last block of 3+ option lines ("a) …", "B. …", "(C) …") lettered from a/A in order, as
+    a prompt that lists its options in its own text does (few-shot examples come before it)."""
+    blocks: list[dict[str, str]] = []
+    for m in _OPTION_LINE.finditer(text):
+        key = m.group(1)
+        if key in "aA":
+            blocks.append({key: m.group(2)})
+        elif blocks and chr(ord(list(blocks[-1])[-1]) + 1) == key:
+            blocks[-1][key] = m.group(2)
+    return blocks[-1] if blocks and len(blocks[-1]) >= 3 else None
+
+
+def options(rec: dict) -> dict[str, str]:
+    """The task's options: those the log gives, else those its prompt lists."""
+    return rec.get("choices") or options_in_text(input_of(rec)[-6000:]) or {}
+
+
+def is_multiple_choice(rec: dict) -> bool:
+    """Options of which at least one is not a gold reference."""
+    choices = options(rec)
+    gold = {g.strip() for g in gold_refs(rec)}
+    return bool(choices) and any(str(v).strip() not in gold for v in choices.values())
+
+
+def _key_of(text: str, choices: dict[str, str]) -> str | None:
+    """The option `text` names: its key, its key with its own text ("D. 30 million"), or its text."""
+    text = text.strip()
+    if not text:
+        return None
+    if text in choices:
+        return text
+    by_text = {_fold(v): k for k, v in choices.items()}
+    if _fold(text) in by_text:
+        return by_text[_fold(text)]
+    m = _KEYED.match(text)
+    if m and m.group(1) in choices:
+        rest = _fold(m.group(2))
+        if not rest or rest == _fold(choices[m.group(1)]):
+            return m.group(1)
+        # the key with its option's text spelled a little differently ("d) Lateral cartilage" for an
+        # option written "Lateral cailage"): the text must be closest to the key's own option
+        close = {k: SequenceMatcher(None, rest, _fold(v)).ratio() for k, v in choices.items()}
+        if close[m.group(1)] >= 0.8 and max(close, key=close.get) == m.group(1):
+            return m.group(1)
+    return None
 
 
 def chosen_option(rec: dict) -> str | None:
     """The key of the option the output chose, or None when it names none of them."""
-    choices = rec.get("choices") or {}
+    choices = options(rec)
     if not choices:
         return None
-    texts = {str(v).strip().casefold(): k for k, v in choices.items()}
-    mapped = (rec.get("mapped_output") or "").strip()
     out = output_of(rec).strip()
-    for candidate in (mapped, out):
-        if not candidate:
-            continue
-        if candidate in choices:
-            return candidate
-        if candidate.casefold() in texts:
-            return texts[candidate.casefold()]
-        m = _LETTER.match(candidate)
-        if m and m.group(1) in choices:
-            return m.group(1)
-    m = _ANSWER_LINE.search(out)
-    return m.group(1) if m and m.group(1) in choices else None
+    for candidate in (rec.get("mapped_output") or "", out):
+        key = _key_of(candidate, choices)
+        if key:
+            return key
+    found = _ANSWER_LINE.findall(out)
+    if found and found[-1] in choices:
+        return found[-1]
+    # "Answer: d) Dowry death": the answer after its marker
+    m = re.search(r"(?i)\banswer\s*(?:is|:)\s*(.+?)\s*$", out)
+    return _key_of(m.group(1), choices) if m else None
+
+
+def gold_option(rec: dict) -> str | None:
+    choices = options(rec)
+    keys = {k for k in (_key_of(g, choices) for g in gold_refs(rec)) if k}
+    return keys.pop() if len(keys) == 1 else None
+
+
+def _content(text: str) -> set[str]:
+    return {w for w in _words(text) if w.isalnum() and w not in STOPWORDS and w not in _NEGATIONS}
+
+
+def _numbers(text: str) -> list[Fraction]:
+    return [v for v, _ in numbers_in(str(text))]
+
+
+def relation(chosen: str, gold: str, others: list[str]) -> str:
+    """How the chosen option's text differs from the gold's: negation, numeric neighbour,
+    broader, narrower, all/none of the above, or distractor."""
+    a, b = _words(chosen), _words(gold)
+    if re.fullmatch(r"(?:all|none|both|neither) (?:of the above|of them|of these|a and b|\w and \w)",
+                    " ".join(w for w in a if w.isalnum())):
+        return "all/none of the above"
+    drop_neg = lambda t: [w for w in t if w not in _NEGATIONS]  # noqa: E731
+    if a != b and drop_neg(a) == drop_neg(b):
+        return "negation"
+    na, nb = _numbers(chosen), _numbers(gold)
+    strip_nums = lambda t: re.sub(r"-?\d[\d,]*(?:\.\d+)?", "#", str(t).casefold())  # noqa: E731
+    if len(na) == len(nb) == 1 and na != nb and strip_nums(chosen) == strip_nums(gold):
+        lo, hi = sorted((na[0], nb[0]))
+        between = [v for o in others for v in _numbers(o)[:1] if lo < v < hi]
+        return "numeric neighbour" if not between else "distractor"
+    ca, cb = _content(chosen), _content(gold)
+    if cb and ca > cb:
+        return "broader"
+    if ca and ca < cb:
+        return "narrower"
+    return "distractor"
+
+
+_TITLES = {
+    "negation": ("Chooses the negation of the correct option", "the negation of the correct option"),
+    "numeric neighbour": ("Chooses a neighbouring numeric option", "a neighbouring number"),
+    "broader": ("Chooses an option broader than the answer", "an option that says more than the correct one"),
+    "narrower": ("Chooses an option narrower than the answer", "an option that says less than the correct one"),
+    "all/none of the above": ("Chooses an all-or-none-of-the-above option", "an all-or-none-of-the-above option"),
+    "distractor": ("Chooses a distractor option", "a distractor"),
+}
 
 
 def detect_bad_option(rec: dict) -> Finding | None:
-    if not rec.get("choices") or chosen_option(rec) is not None:
+    # only options the log declares: a prompt that lists options may still be answered in prose
+    if not rec.get("choices") or not is_multiple_choice(rec) or chosen_option(rec) is not None:
         return None
     out = output_of(rec).strip()
     return Finding(
@@ -53,15 +178,34 @@ def detect_bad_option(rec: dict) -> Finding | None:
 
 
 def detect_chosen_distractor(rec: dict) -> Finding | None:
-    """A bare choice of a wrong option: honest Hard to Analyze, with the option recorded."""
+    """A wrong option: which one, and how it differs from the gold — Hard to Analyze, honestly."""
+    if not is_multiple_choice(rec):
+        return None
     key = chosen_option(rec)
     out = output_of(rec).strip()
-    if key is None or word_count(out) > 4:
+    if key is None:
         return None
-    text = shorten(str(rec["choices"][key]), 60)
+    choices = options(rec)
+    text = shorten(str(choices[key]), 60)
+    quote = out if len(out) <= 200 else None
+    bare = word_count(out) <= 4 + word_count(str(choices[key]))
+    gold = gold_option(rec)
+    if gold is None or gold == key:
+        return Finding(
+            "chosen_option",
+            "Bare answer without reasoning" if bare else "Wrong answer with no visible cause",
+            f"The model chose option {key} (\"{text}\")"
+            + (" with no reasoning, so why it chose this distractor cannot be seen." if bare else
+               "; its reasoning shows no slip an offline check can name."),
+            (Evidence(f"Picks the correct option (chose {key}: {text})", quote),),
+        )
+    kind = relation(str(choices[key]), str(choices[gold]), [str(v) for k, v in choices.items() if k not in (key, gold)])
+    title, described = _TITLES[kind]
+    gold_text = shorten(str(choices[gold]), 60)
+    how = "with no reasoning, so why cannot be seen" if bare else "and its reasoning shows no slip an offline check can name"
     return Finding(
         "chosen_option",
-        "Bare answer without reasoning",
-        f"The model chose option {key} (\"{text}\") with no reasoning, so why it chose this distractor cannot be seen.",
-        (Evidence(f"Picks the correct option (chose {key}: {text})", out or None),),
+        title,
+        f"The model chose {key} (\"{text}\") instead of {gold} (\"{gold_text}\") — {described} — {how}.",
+        (Evidence(f"Picks the correct option {gold} (\"{gold_text}\"), not {key} (\"{text}\")", quote),),
     )

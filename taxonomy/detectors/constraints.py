@@ -2,7 +2,7 @@
 
 Recognised (IFEval-style wording): a count of words, sentences, paragraphs or bullet points with
 "at most / no more than / fewer than / less than / under / up to / within / exactly / at least",
-"in N words", "N-word"; "in JSON" (the output holds no JSON at all — malformed JSON is a
+"in N words", "N-word"; a list answer with more items than "exactly / at most / only N …" allows; "in JSON" (the output holds no JSON at all — malformed JSON is a
 Formatting Error); "do not use any commas"; "end with …" / "start with …" a quoted phrase; "all lowercase" /
 "all capital letters"; "respond in <language>" (English, French, German, Spanish, Italian,
 Portuguese); "do not use the word …". A prompt with none of these is never flagged. The evidence
@@ -82,7 +82,29 @@ def _past_limit(out: str, unit: str, limit: int) -> str | None:
     return items[limit] if len(items) > limit else None
 
 
+# "List exactly three trees", "give at most 5 examples": a count of the things a list answer holds
+_LIST_COUNT = re.compile(rf"\b(exactly|at most|no more than|only|just)\s+{_N}\s+(?:[a-z-]+\s+){{0,2}}?[a-z-]+s\b", re.I)
+_LIST_LINE = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+\S", re.M)
+
+
+def _list_count_violation(task: str, out: str) -> Evidence | None:
+    """A list answer (2+ bulleted or numbered lines) with more items than "exactly / at most /
+    only N …" allows (or fewer than "exactly N")."""
+    items = [m.group(0) for m in re.finditer(r"^\s*(?:[-*•]|\d+[.)])\s+.+$", out, re.M)]
+    if len(items) < 2:
+        return None
+    for m in _LIST_COUNT.finditer(task):
+        bound, n = m.group(1).lower(), _number(m.group(2))
+        if len(items) > n or (bound == "exactly" and len(items) < n):
+            rule = f"Lists {bound} {n} items ({m.group(0).strip()!r} in the prompt); the output lists {len(items)}"
+            return Evidence(rule, items[n].strip() if len(items) > n else None)
+    return None
+
+
 def _count_violation(task: str, out: str) -> Evidence | None:
+    listed = _list_count_violation(task, out)
+    if listed:
+        return listed
     for m in _COUNT.finditer(task):
         groups = m.groups()
         if groups[0]:

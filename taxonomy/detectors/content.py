@@ -9,15 +9,18 @@ least a third of the parts, and at least one, are absent. The evidence names eac
 
 Verbosity — the output runs to 120+ words and 3× the longest reference of 8+ words (shorter
 references are labels, not answers whose length compares), or the prompt asks for brevity in
-words ("briefly", "concise", "short answer", "in a few words") and the output runs past 80
-words. Explicit counts ("at most 50 words") are Constraint Violation's.
+words addressed to the model ("answer briefly", "be concise", "give a short summary", "short
+answer", "in a few words" — in the instructions or in the input's lines that are not dialogue
+turns, and not "I'll be brief") and the output runs past 80 words. Explicit counts ("at most 50 words") are Constraint Violation's.
 """
 
 from __future__ import annotations
 
 import re
 
-from .base import Evidence, Finding, content_words, gold_refs, output_of, sentences, shorten, stem, task_of, word_count, words_from
+from .base import (Evidence, Finding, content_words, final_number, gold_refs, output_of, sentences, shorten, stem, task_of,
+                   word_count, words_from)
+from .calculation import arithmetic_claims
 
 _HEADING = re.compile(
     r"^\s*(?:#{1,6}\s*(?P<md>[^\n#]{2,60}?)\s*#*\s*$"
@@ -46,7 +49,7 @@ def reference_parts(ref: str) -> list[tuple[str, str]]:
     if len(steps) >= 2:
         return [(shorten(s, 60), s) for s in steps]
     sents = sentences(ref)
-    if len(sents) >= 3 and word_count(ref) >= 30:
+    if len(sents) >= 3 and word_count(ref) >= 20:
         return [(shorten(s, 60), s) for s in sents]
     return []
 
@@ -93,11 +96,34 @@ def detect_incomplete(rec: dict) -> Finding | None:
     )
 
 
+# a request for brevity addressed to the model — not the word "brief" in the passage it works on
 _BREVITY = re.compile(
-    r"\b(?:briefly|brief(?: answer| response| summary)?|concise(?:ly)?|succinct(?:ly)?|short answer|"
-    r"in a few words|keep it short|be short|one-line)\b",
+    r"\b(?:be|keep\s+(?:it|the\s+\w+|your\s+\w+))\s+(?:very\s+)?(?:brief|concise|succinct|short)\b|"
+    r"\b(?:briefly|concisely|succinctly)\s+(?:answer|explain|describe|summari[sz]e|state|list|respond|reply|write|discuss|outline)\b|"
+    r"\b(?:answer|explain|describe|summari[sz]e|respond|reply|write)\b[^.\n]{0,40}?\b(?:briefly|concisely|succinctly|in brief|"
+    r"in a few words|in one (?:sentence|line))\b|"
+    r"\b(?:give|write|provide|produce|generate)\s+(?:a|an)\s+(?:very\s+)?(?:brief|concise|succinct|short|one-line)\s+"
+    r"(?:\w+\s+){0,2}?(?:answer|summary|response|description|explanation|note|reply|overview|definition|account|"
+    r"statement|paragraph)\b|\bshort answer\b|\bin a few words\b|"
+    # "Briefly, who …", "Concisely: what …" — the adverb opening the request
+    r"(?:^|(?<=[.!?:\n]))\s*(?:briefly|concisely|succinctly|in brief|in short)\s*[,:]",
     re.I,
 )
+_FIRST_PERSON = re.compile(r"\b(?:i'll|i will|i'm going to|i am going to|i'd|let me|we'll|we will)\s+$", re.I)
+# a line of a dialogue or transcript: "Doctor: …", "[patient] …", "Speaker 2: …"
+_SPEAKER = re.compile(r"\[[a-z_ ]{2,20}\]|^\s*(?:doctor|patient|dr|nurse|physician|speaker\s*\d*|user|interviewer|"
+                      r"interviewee|caller|agent|customer|mother|father|parent|husband|wife|son|daughter)\s*:", re.I | re.M)
+
+
+def brevity_request(rec: dict) -> str | None:
+    """The words that ask the model to be brief, searched in the instructions and in the input's
+    lines that are not dialogue turns, or None."""
+    lines = [line for line in task_of(rec).splitlines() if not _SPEAKER.search(line)]
+    for text in (rec.get("instructions") or "", "\n".join(lines)):
+        for m in _BREVITY.finditer(text):
+            if not _FIRST_PERSON.search(text[max(0, m.start() - 20):m.start()]):
+                return m.group(0)
+    return None
 
 
 def _past(out: str, limit: int) -> str | None:
@@ -116,7 +142,9 @@ def detect_verbosity(rec: dict) -> Finding | None:
     n = word_count(out)
     refs = gold_refs(rec)
     ref_len = max((word_count(r) for r in refs), default=0)
-    if ref_len >= 8 and n >= 120 and n >= 3 * ref_len and not rec.get("choices"):
+    # a worked solution (a numeric final answer, or steps of arithmetic) is long by design
+    worked = any(final_number(r) and re.search(r"####|\\boxed", r) for r in refs) or len(arithmetic_claims(out)) >= 2
+    if ref_len >= 8 and n >= 120 and n >= 3 * ref_len and not rec.get("choices") and not worked:
         quote = _past(out, ref_len)
         return Finding(
             "verbosity",
@@ -124,14 +152,14 @@ def detect_verbosity(rec: dict) -> Finding | None:
             f"The answer runs to {n} words against a {ref_len}-word reference; the extra length adds nothing the task asked for.",
             (Evidence("Keeps the answer in proportion to what was asked", quote),) if quote else (),
         )
-    cue = _BREVITY.search(task_of(rec))
+    cue = brevity_request(rec)
     if cue and n > 80:
         quote = _past(out, 40)
         return Finding(
             "verbosity",
             "Longer than the prompt allows",
-            f"Asked to be brief (\"{cue.group(0)}\"), the model writes {n} words.",
-            (Evidence(f"Keeps it {cue.group(0)} as asked", quote),) if quote else (),
+            f"Asked to be brief (\"{cue}\"), the model writes {n} words.",
+            (Evidence(f"Keeps it brief, as asked (\"{cue}\")", quote),) if quote else (),
         )
     return None
 

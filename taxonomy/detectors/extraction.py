@@ -24,23 +24,32 @@ from .base import (
     with_unit,
     word_count,
 )
+from .choice import is_multiple_choice
 from .echo import answer_part
 
 def _number_substitutes(task: str, ref: str, out: str) -> list[tuple[str, str]]:
-    """(the input's "N unit" the reference uses, the output's "M unit" in its place): the output
-    never writes N with that unit, and M is given with that unit by neither the input nor the
-    reference, nor is it the result of one of the output's own calculations ("= M")."""
+    """(the input's "N unit" the reference uses — any of the input's when the reference is a bare
+    final answer — and the output's "M unit" in its place): the output never writes N with that
+    unit, and M is given with that unit by neither the input nor the reference, nor is it the
+    result of one of the output's own calculations ("= M")."""
     in_units, ref_units, out_units = by_unit(task), by_unit(ref), by_unit(out)
     ref_vals = number_values(ref)
     pairs = []
     for v, m in numbers_in(task):
         unit = unit_of(task, m)
-        if unit is None or unit in ("and", "or", "the", "a") or v not in ref_vals or v in out_units.get(unit, set()):
+        # a reference that is a final answer only (one number) cannot show which inputs it used
+        used = v in ref_vals or len(ref_vals) <= 1
+        if unit is None or unit in ("and", "or", "the", "a") or not used or v in out_units.get(unit, set()):
             continue
         for w, om in numbers_in(out):
             if unit_of(out, om) != unit or w in in_units.get(unit, set()) | ref_units.get(unit, set()):
                 continue
-            if re.search(r"=\s*\$?$", out[max(0, om.start() - 4):om.start()]):
+            # "= M", "is M.", "makes M": a result the output computed, right or wrong, not a misread
+            # input — unless an operator follows ("is 52 weeks * 35 hours": an operand)
+            operand = re.match(r"\s*[A-Za-z/]*\s*[*×x/+\-−]\s*\$?\d", out[om.end():om.end() + 20])
+            if re.search(r"=\s*\$?$", out[max(0, om.start() - 4):om.start()]) or (not operand and re.search(
+                    r"\b(?:is|are|was|were|makes?|gives?|equals?|totals?|comes? to)\s*\$?$",
+                    out[max(0, om.start() - 12):om.start()], re.I)):
                 continue
             pairs.append((with_unit(task, m), with_unit(out, om)))
             break
@@ -68,14 +77,34 @@ def _entity_errors(task: str, ref: str, out: str) -> tuple[list[str], list[str]]
     return missing, mislabelled
 
 
+PASSAGE_MIN_WORDS = 25
+
+
 def _short_span_substitute(task: str, ref: str, out: str) -> str | None:
-    """A short answer the passage gives (the reference) replaced by another span of the passage."""
+    """A short answer the passage gives (the reference) replaced by another span of the passage
+    (a word of 3+ letters, or a number)."""
     answer = out.strip().strip(".").strip()
-    if not (1 <= word_count(ref) <= 8 and 1 <= word_count(answer) <= 8) or word_count(task) < 100:
+    if not (1 <= word_count(ref) <= 8 and 1 <= word_count(answer) <= 8) or word_count(task) < PASSAGE_MIN_WORDS:
         return None
     if not contains_phrase(task, ref) or contains_phrase(out, ref) or contains_phrase(ref, answer):
         return None
-    return answer if contains_phrase(task, answer) and re.search(r"[^\W\d_]", answer) else None
+    if len(re.findall(r"[^\W\d_]", answer)) < 3 and not re.fullmatch(r"[\d.,]{2,}", answer):
+        return None
+    return answer if contains_phrase(task, answer) else None
+
+
+def _number_instead(task: str, ref: str, out: str) -> str | None:
+    """A short answer (at most 12 words) giving a number the passage (15+ words) never mentions
+    where the passage gives the reference's number: a year or count misread or made up instead of read."""
+    wanted = number_values(ref)
+    if word_count(task) < 15 or word_count(out) > 12 or len(wanted) != 1 or not wanted <= number_values(task):
+        return None
+    got = numbers_in(out)
+    if not got or wanted & {v for v, _ in got}:
+        return None
+    given = number_values(task, spelled=True)
+    stray = [m.group(0) for v, m in got if v not in given and len(m.group(0).replace(",", "").replace(".", "")) >= 2]
+    return stray[0] if stray else None
 
 
 def detect_data_extraction(rec: dict) -> Finding | None:
@@ -84,6 +113,7 @@ def detect_data_extraction(rec: dict) -> Finding | None:
     if not out.strip() or not refs:
         return None
     task = task_of(rec)
+    multiple_choice = is_multiple_choice(rec)
     per_ref = []
     for ref in refs:
         evidence: list[Evidence] = []
@@ -92,7 +122,8 @@ def detect_data_extraction(rec: dict) -> Finding | None:
         missing, mislabelled = _entity_errors(task, ref, out)
         evidence += [Evidence("Labels the entity as the reference does", q) for q in mislabelled]
         evidence += [Evidence(f"Extracts \"{m}\" from the input") for m in missing]
-        span = _short_span_substitute(task, ref, out)
+        # a multiple-choice answer is a choice among the options, not a span pulled from the passage
+        span = None if multiple_choice else _short_span_substitute(task, ref, out) or _number_instead(task, ref, out)
         if span:
             evidence.append(Evidence(f"Gives \"{ref.strip()}\", as the passage does", out[out.find(span):out.find(span) + len(span)]))
         per_ref.append(evidence)

@@ -1,0 +1,349 @@
+"""The output measured against the gold references: No Model Error when they say the same
+thing, and the errors a reference comparison shows (a partial answer, a false "the text does
+not say").
+
+No Model Error — a failure whose output matches a gold reference once both are normalised
+(`taxonomy.detectors.normalise`; the reason names the steps that changed something) is the
+scoring's problem, not the model's. What counts as a match depends on how the failure was scored
+(its metric's name, or judge notes):
+
+- the whole output, or its marked final answer (`\\boxed{}`, `\\emph{}`, `####`, "the answer
+  is …"), equals a reference or the reference's own marked answer (a worked reference solution
+  ending "#### 72") — for every metric: an output that says exactly what the reference says is
+  not wrong, whoever judged it;
+- the same set of list items in another order — for every metric but a judge's;
+- a match metric (exact / quasi-exact / substring / accuracy, or none named): the reference (or
+  its marked answer) is a number and the answer's final number equals it; the output's first
+  line equals the reference; or the reference occurs in the output as a run of words, never
+  next to a negation or an "or", when the metric is a substring check or the output is short
+  (at most 30 words) and its new words (not the question's) are mostly the reference's ("The
+  capital is Paris" for "Paris", not "John's brother Peter" for "John"; for a list reference,
+  all of them: "oak, birch, pine, ash" is not "oak, birch, pine").
+
+A judge's verdict is overruled only by the first rule: measured on held-out failures, letting a
+judge be overruled when a short answer contains the reference added wrong No Model Errors and
+found no right ones.
+
+Never matched: code (punctuation is its syntax), or an output that breaks a form the prompt sets
+(all lowercase, no commas, "start with …": the difference is then the error itself). Multiple
+choice is matched by its options instead: an output that names the gold option (by key, key and
+text, or text) in a form the metric did not read ("Answer: d) Dowry death") is not the model's
+error. A blank output never matches.
+
+No Model Error too, when the model was not given the answer: the documents before the question
+(40+ words) hold no gold reference that is a name (`detect_retrieval_miss`), or the model says
+so itself (`detect_no_answer_claim`, which calls the same claim a Refusal when the reference is
+there).
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+
+from .base import (STOPWORDS, Evidence, Finding, final_number, gold_refs, input_of, labelled_items, output_of,
+                   question_of, sentences, shorten, task_of, to_number, word_count)
+from .choice import chosen_option, gold_option, is_multiple_choice, options
+from .constraints import violations
+from .language import main_script
+from .normalise import (ITEMS, NEGATION, Text, find_span, list_items, marked_answer, match_span, normalise,
+                        same_form, tokens_equal)
+
+
+def metric_kind(rec: dict) -> str:
+    """How the failure was scored: 'judge' (an LLM or a jury), 'overlap' (F1, ROUGE, BLEU…) or 'match'."""
+    metric = (rec.get("main_metric") or "").casefold()
+    if rec.get("judge_notes") or re.search(r"judge|jury|llm|rubric|model.?graded|annotat|gpt|claude|preference", metric):
+        return "judge"
+    if re.search(r"f1|rouge|bleu|meteor|chrf|\bter\b|bert|comet|similar", metric):
+        return "overlap"
+    return "match"
+
+
+def _substring_metric(rec: dict) -> bool:
+    return bool(re.search(r"substring|contain|includ", (rec.get("main_metric") or "").casefold()))
+
+
+def _negated_or_hedged(tokens: list[str], at: int, n: int) -> bool:
+    window = tokens[max(0, at - 3):at] + tokens[at + n:at + n + 2]
+    return any(t in NEGATION or t in ("or", "ou", "oder", "o", "или") for t in window)
+
+
+def _numeric_ref(ref: str) -> Fraction | None:
+    """The value of a reference that is one number (a currency sign or unit word around it allowed)."""
+    nums = re.findall(r"-?\d[\d,]*(?:\.\d+)?", ref)
+    if len(nums) != 1 or len(re.findall(r"[^\W\d_]+", ref)) > 1:
+        return None
+    return to_number(nums[0])
+
+
+def _how(*texts: Text, then: str = "") -> str:
+    """The normalisation steps that changed either text, and what else had to be set aside."""
+    order = ["Unicode", "case", "date format", "number format", "punctuation", "number words", "articles"]
+    steps = [s for s in order if any(s in t.changed for t in texts)]
+    return ", ".join(steps + ([then] if then else [])) or "word forms"
+
+
+_CODE = re.compile(r"```|^\s*(?:def|class|import|from\s+\S+\s+import|function|public|private|#include|return|SELECT|var|let|const)\b|"
+                   r"[{};]\s*$|==|=>|\)\s*:", re.M)
+
+
+def match_reference(rec: dict) -> tuple[str, str, str] | None:
+    """(the reference matched, the output's words that match it, how) — or None. Code (where
+    punctuation is syntax) and outputs that break a form the prompt sets (case, commas, a
+    phrase to start with: then the difference is the error) are never matched."""
+    out = output_of(rec)
+    if not out.strip() or is_multiple_choice(rec):
+        return None
+    if _CODE.search(out) or any(_CODE.search(r) for r in gold_refs(rec)) or violations(task_of(rec), out):
+        return None
+    kind = metric_kind(rec)
+    whole = normalise(out)
+    marked = marked_answer(out)
+    first_line = out.strip().splitlines()[0] if out.strip() else ""
+    question = normalise(question_of(rec)).tokens
+    for ref in gold_refs(rec):
+        r = normalise(ref)
+        if not r.tokens:
+            continue
+        if tokens_equal(r.tokens, whole.tokens):
+            return ref, out.strip(), _how(r, whole)
+        ref_marked = marked_answer(ref)
+        if marked:
+            m = normalise(marked)
+            for target in filter(None, (r, ref_marked and normalise(ref_marked))):
+                if tokens_equal(target.tokens, m.tokens):
+                    return ref, marked, _how(target, m, then="the final answer inside a worked solution")
+        if kind != "judge":
+            ref_items, out_items = list_items(ref), list_items(out)
+            if ref_items and ref_items == out_items:
+                return ref, out.strip(), "the order of the list items"
+        if kind != "match":
+            continue
+        span = match_span(r.tokens, whole.tokens)
+        hedged = span is None or _negated_or_hedged(whole.tokens, span[0], span[1] - span[0])
+        value = _numeric_ref(marked_answer(ref) or ref)
+        got = final_number(out)
+        if value is not None and got is not None and got[0] == value:
+            return ref, got[1], "the number's format and the words around it"
+        line = normalise(first_line)
+        if first_line.strip() != out.strip() and tokens_equal(r.tokens, line.tokens):
+            return ref, first_line.strip(), _how(r, line, then="the explanation after the answer")
+        if hedged:
+            continue
+        if _substring_metric(rec) or _mostly_the_answer(span, whole.tokens, question, len(_item_texts(ref)) > 1):
+            return ref, _quote_span(out, r.tokens), _how(r, whole, then="the words around it")
+    return None
+
+
+def _mostly_the_answer(span: tuple[int, int], out: list[str], question: list[str], listed: bool) -> bool:
+    """A short output (at most 30 words) whose new content words (not the question's) are mostly
+    the ones that say the reference: "The capital is Paris", not "John's brother Peter" for "John".
+    A list reference must be all there is: "oak, birch, pine, ash" is not "oak, birch, pine"."""
+    if len(out) > 30:
+        return False
+    new = [i for i, t in enumerate(out) if t not in STOPWORDS and not any(same_form(t, q) for q in question)]
+    covered = [i for i in new if span[0] <= i < span[1]]
+    return bool(new) and (len(covered) == len(new) if listed else len(covered) * 2 >= len(new))
+
+
+def _quote_span(out: str, ref_tokens: list[str]) -> str:
+    """The shortest verbatim stretch of the output whose normalised words contain the reference."""
+    words = list(re.finditer(r"\S+", out))
+    for size in range(1, len(words) + 1):
+        for i in range(len(words) - size + 1):
+            piece = out[words[i].start():words[i + size - 1].end()]
+            if find_span(ref_tokens, normalise(piece).tokens) is not None:
+                return piece.strip(" ,;:")
+    return out.strip()
+
+
+def _chose_the_gold(rec: dict) -> Finding | None:
+    """Multiple choice where the output names the gold option in a form the metric did not read
+    ("Answer: d) Dowry death" against "d) Dowry death")."""
+    key, gold = chosen_option(rec), gold_option(rec)
+    if key is None or key != gold:
+        return None
+    text = shorten(str(options(rec)[key]), 60)
+    out = output_of(rec).strip()
+    return Finding(
+        "reference_match",
+        "Chooses the correct option in a form the metric did not read",
+        f"The answer \"{shorten(out, 60)}\" names option {key} (\"{text}\"), the correct one; the failure is the "
+        f"scoring's reading of its form, not the model's choice.",
+        (Evidence(f"Picks the correct option {key}", out if len(out) <= 200 else None),),
+        no_model_error=f"the output names the correct option {key} (\"{text}\"); "
+                       f"{rec.get('main_metric') or 'the metric'} did not read it",
+    )
+
+
+def detect_reference_match(rec: dict) -> Finding | None:
+    if output_of(rec).strip() and is_multiple_choice(rec):
+        return _chose_the_gold(rec)
+    found = match_reference(rec)
+    if found is None:
+        return None
+    ref, quote, how = found
+    metric = rec.get("main_metric") or "the metric"
+    reason = (f"the output matches the reference \"{shorten(ref, 60)}\" once normalised ({how}); "
+              f"{metric} scored it as a failure")
+    return Finding(
+        "reference_match",
+        "Matches the reference once normalised",
+        f"The answer \"{shorten(quote, 60)}\" says what the reference \"{shorten(ref, 60)}\" says; only {how} differ, "
+        f"so the failure is the scoring's, not the model's.",
+        (Evidence(f"Says what the reference says (\"{shorten(ref, 60)}\")", quote if quote in output_of(rec) else None),),
+        no_model_error=reason,
+    )
+
+
+# an answer that says the input does not hold the answer ("the passage does not say", "нет сведений")
+_NO_ANSWER = re.compile(
+    r"\b(?:does not|doesn't|do not|don't|did not)\s+(?:say|mention|state|specify|contain|include|provide|give|indicate)\b|"
+    r"\bno (?:information|mention|details?|data)\b|\bnot (?:mentioned|stated|specified|provided|given|included)\b|"
+    r"\b(?:insufficient|not enough) (?:information|context|details|data)\b|\bcannot be (?:determined|answered)\b|"
+    r"\bunable to (?:find|determine)\b|\bnowhere in the\b|"
+    r"нет (?:сведений|информации|данных|упоминани)|не (?:указ|упомина|содерж|говорит|сказано)|"
+    r"ne (?:mentionne|précise|contient|dit|indique) pas|aucune (?:information|mention)|"
+    r"keine (?:Informationen|Angaben)|nicht (?:erwähnt|angegeben|enthalten)|"
+    r"no (?:menciona|especifica|contiene|dice|indica)\b|no hay información",
+    re.I)
+SOURCE_MIN_WORDS = 40
+
+
+_NOT_NAMES = frozenset("yes no true false none yeah nope да нет oui non ja nein sí si".split())
+
+
+def _searchable(ref: str) -> list[str]:
+    """What of a reference would appear verbatim in a text that gives its answer: the values of a
+    labelled answer ("PER: Paul Otieno $$ DATE: 2020" → "Paul Otieno", "2020"), else the reference."""
+    items = labelled_items(ref)
+    return [value for _, _, value in items] if items else [ref]
+
+
+def _name_like(ref: str) -> bool:
+    """A name (at most 4 words, one of them capitalised, not yes/no), which a text giving the
+    answer would write out — unlike a number, which may be computed, or a common word."""
+    words = ref.split()
+    return (0 < len(words) <= 4 and ref.strip(" .").casefold() not in _NOT_NAMES
+            and any(w[:1].isupper() for w in re.findall(r"[^\W\d_][\w'-]*", ref)))
+
+
+_ASKS_WHEN = re.compile(r"\b(?:when|what year|which year|in what year|what date|когда|в каком году|quand|en quelle année|"
+                        r"wann|in welchem jahr|cuándo|en qué año|quando|in che anno|em que ano)\b", re.I)
+
+
+def _date_like(ref: str, question: str) -> bool:
+    """A date or year asked for with "when" / "what year": looked up, not computed."""
+    return bool(_ASKS_WHEN.search(question)) and bool(re.fullmatch(r"[\w\s.,/-]{0,30}", ref)) and bool(
+        re.search(r"\b1\d{3}\b|\b20\d{2}\b", ref))
+
+
+def _found_in(ref: str, body: list[str]) -> bool:
+    return all(find_span(normalise(v).tokens, body) is not None for v in _searchable(ref) if normalise(v).tokens)
+
+
+def detect_no_answer_claim(rec: dict) -> Finding | None:
+    """The output says the input does not hold the answer. Where a gold reference does occur in
+    the passage (the input without its question; normalised, word forms allowed), the claim is
+    false: the model overlooked it. Where no reference occurs in a passage of 40+ words and every
+    reference is a name (which would be found written out, unlike a paraphrase, a computed number
+    or a yes/no), the claim is true: the documents the model was given lack the answer, which is
+    the retrieval's or the task's failure, not the model's."""
+    out = output_of(rec)
+    opening = " ".join(sentences(out)[:2])
+    claim = _NO_ANSWER.search(opening)
+    refs = gold_refs(rec)
+    passage = _passage(rec)
+    if not claim or not refs or word_count(out) > 60 or not passage.strip() or is_multiple_choice(rec):
+        return None
+    quote = next((s for s in sentences(out) if claim.group(0) in s), out.strip())
+    body = normalise(input_of(rec)).tokens  # given anywhere in the input, the question included
+    present = [r for r in refs if normalise(r).tokens and _found_in(r, body)]
+    if present:
+        return Finding(
+            "false_no_answer",
+            "Claims the input lacks an answer it gives",
+            f"The model says the input does not give the answer, but it does: \"{shorten(present[0], 60)}\".",
+            (Evidence(f"Finds \"{shorten(present[0], 60)}\" in the input", quote),),
+        )
+    if word_count(passage) >= SOURCE_MIN_WORDS and all(_name_like(v) for r in refs for v in _searchable(r)):
+        return Finding(
+            "true_no_answer",
+            "Says the documents lack the answer, and they do",
+            f"The model says the input does not give the answer, and no reference (\"{shorten(refs[0], 40)}\") occurs in "
+            f"it: the documents it was given lack the answer.",
+            (Evidence("Answers from the documents given", quote),),
+            no_model_error=f"the input does not contain the reference answer (\"{shorten(refs[0], 40)}\"); the model said "
+                           f"so instead of guessing",
+        )
+    return None
+
+
+def _item_texts(text: str) -> list[str]:
+    return [p.strip(" .") for p in ITEMS.split(re.sub(r"^\s*(?:[-*•]|\d+[.)])\s*", "", text.strip())) if p.strip(" .")]
+
+
+def detect_partial_answer(rec: dict) -> Finding | None:
+    """A short answer (at most 30 words) that gives some of the items a list-like reference (2+
+    items, at most 12 words) names, misses others, and says nothing else beyond the question's
+    own words: right as far as it goes, but incomplete."""
+    out = output_of(rec)
+    if not out.strip() or word_count(out) > 30 or is_multiple_choice(rec) or _CODE.search(out):
+        return None
+    said = normalise(out).tokens
+    question = normalise(question_of(rec)).tokens
+    for ref in gold_refs(rec):
+        items = _item_texts(ref)
+        if len(items) < 2 or word_count(ref) > 12:
+            continue
+        found = {i: normalise(i).tokens for i in items}
+        present = [i for i, t in found.items() if t and find_span(t, said) is not None]
+        missing = [i for i, t in found.items() if t and find_span(t, said) is None]
+        covered = {x for i in present for x in found[i]}
+        extra = [t for t in said if t not in STOPWORDS and not any(same_form(t, x) for x in covered | set(question))]
+        if present and missing and not extra:
+            return Finding(
+                "partial_answer",
+                "Gives only part of the answer",
+                f"The answer names {', '.join(repr(p) for p in present)} but not {', '.join(repr(m) for m in missing)}, "
+                f"which the reference \"{shorten(ref, 60)}\" also requires.",
+                tuple(Evidence(f"Also names \"{m}\"") for m in missing),
+            )
+    return None
+
+
+def _passage(rec: dict) -> str:
+    """The input without its question: the passage, transcript or documents the model was given."""
+    source, question = input_of(rec), question_of(rec)
+    return source[: source.rfind(question)] if question and question in source else source
+
+
+def detect_retrieval_miss(rec: dict) -> Finding | None:
+    """Documents (40+ words besides the question) in which no gold reference occurs, when every
+    reference is a name in the documents' own script (of a labelled answer, each value), or a
+    date or year the question asks for with "when" / "what year" — so it would be found written
+    out if it were there: the model was not given the answer. The retrieval's failure (or the
+    task's), not the model's, whatever the model then said."""
+    refs = gold_refs(rec)
+    passage = _passage(rec)
+    if not refs or word_count(passage) < SOURCE_MIN_WORDS or is_multiple_choice(rec) or not output_of(rec).strip():
+        return None
+    script = main_script(passage)
+    if script is None or any(main_script(r, min_letters=1) not in (script, None) for r in refs):
+        return None  # a Russian answer is not searched for in English documents
+    question = question_of(rec)
+    if not all(_name_like(v) or _date_like(v, question) for r in refs for v in _searchable(r)):
+        return None
+    body = normalise(input_of(rec)).tokens  # given anywhere in the input, the question included
+    if any(_found_in(r, body) for r in refs):
+        return None
+    return Finding(
+        "retrieval_miss",
+        "The documents given do not contain the answer",
+        f"None of the documents the model was given mentions the reference answer (\"{shorten(refs[0], 40)}\"), so it "
+        f"could not have read it there.",
+        (Evidence("Answers from the documents given"),),
+        no_model_error=f"the documents given do not contain the reference answer (\"{shorten(refs[0], 40)}\"): a "
+                       f"retrieval or task failure",
+    )
