@@ -82,8 +82,10 @@ def test_two_models_differ_in_one_category_and_not_another(demo_db):
     rows = {r["category"]: r for r in out["categories"]}
     calc, other = rows["Calculation Error"], rows["Formatting Error"]
     # shares are of the failures with an error type (Hard to Analyze is counted apart, untested)
-    assert (out["a_total"], out["b_total"]) == (30, 9)
-    assert {r["category"]: (r["a_count"], r["b_count"]) for r in out["not_error_types"]} == {"Hard to Analyze": (15, 8)}
+    assert (out["a_total"], out["b_total"]) == (32, 10)
+    # atlas-70b's one "No Model Error": a wrong method whose final number happens to be the gold one
+    assert {r["category"]: (r["a_count"], r["b_count"]) for r in out["not_error_types"]} == {
+        "Hard to Analyze": (13, 6), "No Model Error": (0, 1)}
     assert (calc["a_count"], calc["b_count"]) == (14, 0)
     expected = fisher_exact([[14, out["a_total"] - 14], [0, out["b_total"]]]).pvalue
     assert calc["p_fisher"] == pytest.approx(expected) and calc["p_fisher"] < 0.05

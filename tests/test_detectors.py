@@ -357,12 +357,24 @@ def test_code_and_constrained_forms_are_never_matched_once_normalised():
     ({}, "Output stops mid-sentence"),
     ({"finish_reason": "stop"}, "Wrong answer with no visible cause"),
     ({"max_tokens": 200, "output_tokens": 150}, "Wrong answer with no visible cause"),
+    # the counts outweigh the reason: 150 of 200 tokens did not reach the limit
+    ({"finish_reason": "length", "max_tokens": 200, "output_tokens": 150}, "Wrong answer with no visible cause"),
 ])
 def test_a_cut_generation_is_told_from_the_log_or_from_its_last_sentence(extra, title):
     body = " ".join(f"Point {i} explains why the plan works in practice for small teams." for i in range(12))
     rec = {"input_text": "Explain the plan.", "output_text": body + " Finally, the team should meet every week and review the",
            **extra}
     assert offline.analyse(rec).title == title
+
+
+@pytest.mark.parametrize("extra", [{"finish_reason": "length"}, {"max_tokens": 1, "output_tokens": 1}])
+def test_a_whole_multiple_choice_answer_is_never_cut_at_the_token_limit(extra):
+    """HELM's MMLU runs log finish reason "length" (or 1 of 1 tokens) for a bare letter: the
+    letter is the whole answer, not a cut one."""
+    rec = {"input_text": "Which bone is in the ear?", "output_text": "D", "mapped_output": "femur",
+           "choices": {"A": "stapes", "B": "ulna", "C": "tibia", "D": "femur"},
+           "refs": [{"text": "stapes", "correct": True}], **extra}
+    assert offline.analyse(rec).title != "Cut off at the output token limit"
 
 
 def test_template_tokens_are_reported_unless_the_prompt_shows_them():

@@ -100,7 +100,8 @@ def test_offline_mmlu_every_failure_categorised(mmlu_db):
     assert n_fail == 532 and summary.analysed == 532 and summary.stats.requests == 0
     by_cat = {c: n for c, _, n in rows}
     assert sum(by_cat.values()) == 532 and None not in by_cat
-    assert {v for _, v, _ in rows} == {"erroratlas-v1"}
+    # a failure that is not the model's fault has no title to classify, so no taxonomy version
+    assert {(c == "No Model Error", v) for c, v, _ in rows} == {(False, "erroratlas-v1"), (True, None)}
     # MMLU answers are bare letters: the offline analyst cannot see why they are wrong, but it
     # names the chosen option and how it differs from the gold
     assert by_cat["Hard to Analyze"] == 527
@@ -136,20 +137,28 @@ def test_offline_evidence_is_quoted_from_the_output(safety_db, mmlu_db):
         analyze(db, "offline")
         rows = q(
             db,
-            "SELECT a.required_criteria, p.output_text, a.error_title FROM analyses a "
+            "SELECT a.required_criteria, p.output_text, a.error_title, p.judge_notes FROM analyses a "
             "JOIN predictions p USING (run_id, instance_id, train_trial_index)",
         )
         assert rows
-        quoted = 0
-        for raw, output, title in rows:
+        quoted = judged = 0
+        for raw, output, title, notes in rows:
             (criterion,) = json.loads(raw)
             assert set(criterion) == {"criterion", "present_in_wrong", "quality", "evidence", "comment"}
             assert criterion["quality"] == "incorrect" and criterion["present_in_wrong"] is False
             if criterion["evidence"] is not None:
                 assert criterion["evidence"] in output, title
                 quoted += 1
-        # every failure with a non-empty output carries a quote
-        assert quoted == sum(1 for _, output, _ in rows if (output or "").strip())
+            if notes:
+                # the HELM judges' words decide: the comment quotes one of them verbatim
+                words = [n["explanation"] for n in json.loads(notes) if n["explanation"]]
+                assert any(f'"{w}"' in criterion["comment"] for w in words), criterion["comment"]
+                judged += 1
+        if db == safety_db:
+            assert judged == len(rows) == 29
+        else:
+            # no judge: every failure with a non-empty output carries a quote from it
+            assert judged == 0 and quoted == sum(1 for _, output, _, _ in rows if (output or "").strip())
 
 
 def test_sample_is_per_pair_and_reproducible(mmlu_db):
@@ -203,7 +212,8 @@ def test_cli_analyze_offline_ends_with_a_summary_line(safety_db):
     proc = run_module("taxonomy", "analyze", "--db", safety_db, "--datasets", "xstest", env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     line = proc.stdout.strip()
-    assert line.startswith("17/17 failures analysed (17 now); 4 titles classified by offline/")
+    # the xstest judges' explanations title 16 of the 17 failures in their own words
+    assert line.startswith("17/17 failures analysed (17 now); 16 titles classified by offline/")
     assert "0 requests sent, 0 cache hits" in line
     assert _failure_counts(safety_db)[1] and q_analysts(safety_db) == {"offline"}
 

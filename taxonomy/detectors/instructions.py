@@ -6,7 +6,8 @@ tokens, a generation cut at the token limit, and commentary where only the answe
   `<start_of_turn>` / `<end_of_turn>`, `<eos>`, `<bos>`, `<pad>` — in the output and not in the
   prompt or references (a prompt that shows them makes them fair to repeat).
 - Cut at the token limit: the log says so (`finish_reason` "length" / "max_tokens", or
-  `output_tokens` ≥ the run's `max_tokens`). When the log records neither (no finish reason and
+  `output_tokens` ≥ the run's `max_tokens`), unless its token count stays under the limit or the
+  output is a whole multiple-choice answer (HELM's MMLU allows one token: the letter is complete). When the log records neither (no finish reason and
   no token count), an output of 100+ words whose last line stops mid-sentence — no closing
   punctuation, not a heading, list label, code or table row, and its last word a word — is
   reported as stopping mid-sentence (its unfinished sentence must be 4+ plain words: no labels,
@@ -22,6 +23,7 @@ from __future__ import annotations
 import re
 
 from .base import Evidence, Finding, gold_refs, input_of, output_of, word_count
+from .choice import chosen_option
 
 _TEMPLATE = re.compile(
     r"<\|[a-z_]{2,30}\|>|\[/?INST\]|<</?SYS>>|</?s>|<(?:start|end)_of_turn>|<(?:eos|bos|pad)>", re.I)
@@ -73,6 +75,10 @@ def detect_token_limit(rec: dict) -> Finding | None:
         return None
     reason = (rec.get("finish_reason") or "").casefold()
     limit, used = rec.get("max_tokens"), rec.get("output_tokens")
+    if limit and used is not None and used < limit:
+        return None  # the counts say the limit was not reached, whatever the reason says
+    if chosen_option(rec) is not None:
+        return None  # a whole multiple-choice answer (one letter may be all the limit allows)
     tail = _tail(out)
     if reason in _LENGTH_REASONS or (limit and used and used >= limit):
         why = f"finish reason \"{rec['finish_reason']}\"" if reason in _LENGTH_REASONS else f"{used} of {limit} output tokens"
