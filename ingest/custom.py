@@ -11,7 +11,9 @@ from typing import Any, Iterator
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from .errors import IngestError
-from .jsonio import TOO_DEEP
+from . import files
+from .jsonio import parse_json
+from .limits import Limits, human
 from .options import ReadOptions
 from .names import canonical_dataset, question_hash
 from .passfail import is_finite, make_rule
@@ -99,14 +101,11 @@ def count_runs(path: Path) -> int:
     return 1
 
 
-def _rows(path: Path, kind: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    try:
-        # utf-8-sig: Excel starts its UTF-8 CSVs with a byte-order mark, which is not part of the header
-        handle = path.open(encoding="utf-8-sig", newline="")
-    except FileNotFoundError:
-        raise IngestError(f"{path}: file not found") from None
-    except OSError as exc:
-        raise IngestError(f"{path}: cannot read: {exc.strerror or exc}") from None
+def _rows(path: Path, kind: str, limits: Limits) -> Iterator[tuple[int, dict[str, Any]]]:
+    # utf-8-sig: Excel starts its UTF-8 CSVs with a byte-order mark, which is not part of the header
+    handle = files.open_text(path, limits, encoding="utf-8-sig", newline="")
+    # a field may be as long as one text may be (csv's own default stops at 131,072 characters)
+    csv.field_size_limit(limits.text_bytes)
     lineno = 0
     with handle:
         try:
@@ -114,12 +113,7 @@ def _rows(path: Path, kind: str) -> Iterator[tuple[int, dict[str, Any]]]:
                 for lineno, line in enumerate(handle, start=1):
                     if not line.strip():
                         continue
-                    try:
-                        row = json.loads(line)
-                    except json.JSONDecodeError as exc:
-                        raise IngestError(f"{path}:{lineno}: invalid JSON: {exc.msg} (column {exc.colno})") from None
-                    except RecursionError:
-                        raise IngestError(f"{path}:{lineno}: {TOO_DEEP}") from None
+                    row = parse_json(line, path, line=lineno, cut=False)
                     if not isinstance(row, dict):
                         raise IngestError(f"{path}:{lineno}: expected a JSON object, found {type(row).__name__}")
                     yield lineno, row
@@ -144,6 +138,10 @@ def _rows(path: Path, kind: str) -> Iterator[tuple[int, dict[str, Any]]]:
         except UnicodeDecodeError as exc:
             raise IngestError(f"{path}: not UTF-8 text ({exc.reason})") from None
         except csv.Error as exc:
+            if str(exc).startswith("field larger than field limit"):
+                raise IngestError(
+                    f"{path}:{reader.line_num + 1}: a field longer than {human(limits.text_bytes)}, the limit on one "
+                    "text (raise FAULTLINE_MAX_TEXT_BYTES to read it)") from None
             if str(exc) == "unexpected end of data":
                 raise IngestError(f"{path}:{lineno + 1}: a quoted field is never closed (the file is cut short?)") from None
             raise IngestError(f"{path}:{reader.line_num}: malformed CSV: {exc}") from None
@@ -159,7 +157,7 @@ def read(path: Path, options: ReadOptions, kind: str) -> Iterator[ParsedRun]:
     # one run per (model, dataset, domain): the store keeps domain on the run
     groups: dict[tuple[str, str, str | None], list[tuple[int, CustomRow]]] = {}
     columns_seen: set[str] | None = None
-    for lineno, raw in _rows(path, kind):
+    for lineno, raw in _rows(path, kind, options.limits):
         hasher.update(json.dumps(raw, sort_keys=True, default=str).encode())
         if columns_seen is None:
             columns_seen = set(raw)

@@ -15,3 +15,5 @@ class ReadOptions:
     model: str | None = None
     column_map: dict[str, str] = field(default_factory=dict)
     limits: Limits = field(default_factory=Limits.from_env)
+    # read only files whose resolved path lies under one of these folders (empty: anywhere)
+    only_under: tuple[str, ...] = ()

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
-from . import lmeval
+from . import files, lmeval
 from .passfail import PassRule, column_rule, is_finite, metric_key
 from .walk import every_file_below, helm_runs_below
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from .records import ParsedRun
     from .registry import Reader
 
-SKIP_REASONS = ("format not read", "results file without samples", "unreadable")
+SKIP_REASONS = ("format not read", "results file without samples", "unreadable", files.NOT_REGULAR, files.OUTSIDE)
 SHOWN_PATHS = 3
 
 
@@ -121,6 +121,10 @@ def skipped_files(path: Path, readers: list["Reader"]) -> dict[str, list[Path]]:
     out: dict[str, list[Path]] = {}
     for file, in_run in every_file_below(path):
         if "helm" in names and (in_run or file.parent in suites):
+            continue
+        refused = files.refusal(file)
+        if refused:
+            out.setdefault(refused, []).append(file)
             continue
         if not os.access(file, os.R_OK):
             out.setdefault("unreadable", []).append(file)
