@@ -1,19 +1,21 @@
 """The DuckDB store: where it lives, how to open it, its schema and every SQL statement."""
 
 from .db import (data_version, read_connection, release_read_connections, resolve_db_path,
-                 write_session)
-from .errors import EmptyStoreError, FaultlineError, StoreError
+                 upgrade_store, write_session)
+from .errors import EmptyStoreError, FaultlineError, OutdatedStoreError, StoreError
 from .migrations import MIGRATIONS, migrate
 
 __all__ = [
     "EmptyStoreError",
     "FaultlineError",
     "MIGRATIONS",
+    "OutdatedStoreError",
     "StoreError",
     "data_version",
     "migrate",
     "read_connection",
     "release_read_connections",
     "resolve_db_path",
+    "upgrade_store",
     "write_session",
 ]

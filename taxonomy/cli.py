@@ -68,6 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--timeout", type=float, default=120.0, help="seconds before a request is retried (default 120)")
         p.add_argument("--max-tokens", type=_positive_int, default=DEFAULT_MAX_TOKENS,
                        help=f"most tokens an answer may take, reasoning included (default {DEFAULT_MAX_TOKENS})")
+        p.add_argument("--retry-cut-off", action="store_true",
+                       help="ask again the prompts whose answers an earlier run got cut off at --max-tokens "
+                            "(they are cached and not bought again otherwise; raise --max-tokens with it)")
 
     a = sub.add_parser("analyze", help="analyse failures (stage 1) and classify their error titles (stage 3)")
     a.add_argument("--analyst", default=None,
@@ -198,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
                 concurrency=args.concurrency, max_cost=args.max_cost, sample_ratio=args.sample,
                 models=args.models, datasets=args.datasets, classifier=args.classifier,
                 taxonomy_file=args.taxonomy, batch_size=args.batch_size, timeout=args.timeout,
-                max_tokens=args.max_tokens, prices=_prices(args.price),
+                max_tokens=args.max_tokens, prices=_prices(args.price), retry_cut_off=args.retry_cut_off,
                 progress=progress, log=lambda msg: print(msg, file=sys.stderr),
             )
             print(summary.line())
@@ -212,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         cats, summary = classify_titles(
             titles, args.classifier, db=args.db, api_base=args.api_base, taxonomy_file=args.taxonomy,
             batch_size=args.batch_size, concurrency=args.concurrency, timeout=args.timeout, progress=progress,
-            max_tokens=args.max_tokens, log=lambda msg: print(msg, file=sys.stderr),
+            max_tokens=args.max_tokens, retry_cut_off=args.retry_cut_off, log=lambda msg: print(msg, file=sys.stderr),
         )
         for t in titles:
             if t in cats:
