@@ -1,5 +1,7 @@
 """Compare two models: paired McNemar overall, per-category differences, discordant questions."""
 
+import ui.preload  # noqa: F401  (first: the heavy libraries once, in one order; see ui/preload.py)
+
 import json
 import math
 
@@ -96,14 +98,13 @@ for tab, (which, total) in zip(tabs, counts.items()):
         # the reference sits beside the two outputs; the long question text comes after them
         # B's own id only when some question was paired by its text under another id
         ids = ["instance_id"] + (["b_instance_id"] if (rows["b_instance_id"] != rows["instance_id"]).any() else [])
-        view = rows.select(
-            *ids,
-            pl.col("refs").map_elements(_references, return_dtype=pl.String).alias("reference"),
-            pl.col("a_output").map_elements(cell, return_dtype=pl.String),
-            pl.col("b_output").map_elements(cell, return_dtype=pl.String),
-            "category", "error_title",
-            pl.col("input_text").map_elements(cell, return_dtype=pl.String),
-            "dataset", "domain",
+        # plain Python on the collected rows: a Python callback in polars' thread pool
+        # (map_elements) deadlocked the server under concurrent sessions (docs/reliability.md)
+        texts = {"reference": [None if r is None else _references(r) for r in rows["refs"].to_list()],
+                 **{c: [None if t is None else cell(t) for t in rows[c].to_list()]
+                    for c in ("a_output", "b_output", "input_text")}}
+        view = rows.with_columns(pl.Series(c, v, dtype=pl.String) for c, v in texts.items()).select(
+            *ids, "reference", "a_output", "b_output", "category", "error_title", "input_text", "dataset", "domain",
         ).with_columns(open=pl.Series(links, dtype=pl.String))
         wide = {c: st.column_config.TextColumn(columns.LABELS[c], width="medium")
                 for c in ("reference", "input_text", "error_title")}

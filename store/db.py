@@ -71,7 +71,8 @@ def _open(path: Path, read_only: bool, timeout: float) -> duckdb.DuckDBPyConnect
                     # DuckDB will not open a 0-byte file; it holds nothing, so start it afresh
                     path.unlink()
                     continue
-                raise StoreError(f"{path}: cannot open the database: {exc}") from None
+                refused = None if read_only else write_failure(path, exc)
+                raise refused or StoreError(f"{path}: cannot open the database: {exc}") from None
             if time.monotonic() > deadline:
                 raise StoreError(
                     f"{path}: another process has held the database for over {timeout:.0f} s; "
