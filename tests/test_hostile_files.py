@@ -215,3 +215,15 @@ def test_a_link_inside_a_helm_run_to_an_outside_file_is_refused(tmp_path):
     (run / "instances.json").symlink_to(outside / "instances.json")
     refused(ingest(root, "--only-under", root, "--db", tmp_path / "x.duckdb"),
             f"{run / 'instances.json'}: resolves to {outside / 'instances.json'}, outside the folders")
+
+
+def test_config_and_taxonomy_files_go_through_the_same_guards(tmp_path):
+    preds = jsonl(tmp_path / "preds.jsonl")
+    pipe = tmp_path / "config.yaml"
+    os.mkfifo(pipe)
+    refused(ingest(preds, "--config", pipe, "--db", tmp_path / "x.duckdb", timeout=60),
+            f"{pipe}: a FIFO (named pipe), not a regular file; refused")
+    deep = tmp_path / "taxonomy.json"
+    deep.write_text(DEEP)
+    result = run_module("taxonomy", "classify", "--taxonomy", deep, input="a title\n", timeout=120)
+    refused(result, f"error: {deep}: {TOO_DEEP}")
