@@ -77,16 +77,20 @@ def _outside_message(path: Path) -> str:
     return f"{path}: resolves to {Path(path).resolve()}, outside the folders this load may read ({where}); refused"
 
 
+def _unusable(path: Path, exc: OSError | ValueError, missing: str) -> IngestError:
+    if isinstance(exc, ValueError):
+        return IngestError(f"{path!r}: not a usable path (it holds a NUL byte)")
+    if isinstance(exc, FileNotFoundError):
+        return IngestError(f"{path}: {missing}")
+    return IngestError(f"{path}: cannot read: {exc.strerror or exc}")
+
+
 def check_input(path: Path) -> None:
     """A path named on the command line: a folder or a regular file, inside the roots."""
     try:
         st = os.stat(path)
-    except ValueError:
-        raise IngestError(f"{path!r}: not a usable path (it holds a NUL byte)") from None
-    except FileNotFoundError:
-        raise IngestError(f"{path}: no such file or folder") from None
-    except OSError as exc:
-        raise IngestError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except (OSError, ValueError) as exc:
+        raise _unusable(path, exc, "no such file or folder") from None
     if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
         raise IngestError(f"{path}: {kind_of(st.st_mode)}, not a regular file; refused")
     if outside_roots(path):
@@ -101,12 +105,8 @@ def open_regular(path: Path, limits: Limits | None = None) -> int:
         raise IngestError(_outside_message(path))
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except FileNotFoundError:
-        raise IngestError(f"{path}: file not found") from None
-    except ValueError:
-        raise IngestError(f"{path!r}: not a usable path (it holds a NUL byte)") from None
-    except OSError as exc:
-        raise IngestError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except (OSError, ValueError) as exc:
+        raise _unusable(path, exc, "file not found") from None
     try:
         st = os.fstat(fd)
         if stat.S_ISDIR(st.st_mode):

@@ -120,13 +120,19 @@ def _connect(path: Path, timeout: float, linger: float) -> tuple[duckdb.DuckDBPy
             _READERS.done()
 
         return cursor, done
+    con = _open_ready(path, timeout)
+    return con, con.close
+
+
+def _open_ready(path: Path, timeout: float) -> duckdb.DuckDBPyConnection:
+    """A read-only connection on a set-up, current store (see `_check_ready`)."""
     con = _open(path, read_only=True, timeout=timeout)
     try:
         _check_ready(con, path)
     except BaseException:
         con.close()
         raise
-    return con, con.close
+    return con
 
 
 @contextlib.contextmanager
@@ -262,12 +268,7 @@ class _LingeringReader:
                     return None
                 self._close()
             if self._con is None:
-                con = _open(path, read_only=True, timeout=timeout)
-                try:
-                    _check_ready(con, path)
-                except BaseException:
-                    con.close()
-                    raise
+                con = _open_ready(path, timeout)
                 self._con, self._path, self._file = con, path, file
                 self._opened += 1
                 threading.Thread(target=self._watch, args=(self._opened,), daemon=True,

@@ -120,9 +120,22 @@ def test_a_store_locked_past_the_timeout_stops_sending_and_nothing_paid_is_lost(
     assert not journal_path(tmp_db).exists() and not lock_path(tmp_db).exists()
 
 
-def test_a_second_analysis_of_the_same_store_is_refused(tmp_db):
+@pytest.mark.parametrize("name", ["same path", "symlink", "hard link", "hard link in another folder"])
+def test_a_second_analysis_of_the_same_store_is_refused(tmp_path, name):
+    """Whatever name the second run reaches the store by: the unfixed lock was named from the
+    path, and a link let both runs pay for every prompt."""
     n = 40
+    tmp_db = tmp_path / "a" / "faultline.duckdb"
+    tmp_db.parent.mkdir()
     seeded(tmp_db, n)
+    other = tmp_path / ("b" if name.endswith("folder") else "a") / "other-name.duckdb"
+    other.parent.mkdir(exist_ok=True)
+    if name == "same path":
+        other = tmp_db
+    elif name == "symlink":
+        other.symlink_to(tmp_db)
+    else:
+        os.link(tmp_db, other)
     with FakeLLMServer(latency=0.3) as srv:
         # the first analysis runs in this process, the second in another
         first: list = []
@@ -131,12 +144,12 @@ def test_a_second_analysis_of_the_same_store_is_refused(tmp_db):
         deadline = time.monotonic() + 60
         while srv.count("analysis") < 1 and time.monotonic() < deadline:
             time.sleep(0.01)
-        cmd, env = cli(tmp_db, srv.api_base, "--concurrency", "2")
+        cmd, env = cli(other, srv.api_base, "--concurrency", "2")
         second = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
         thread.join(timeout=120)
         assert first[0].analysed_now == n and thread.is_alive() is False
-        assert second.returncode == 2
-        assert f"another analysis is running on this store (pid {os.getpid()};" in second.stderr
+        assert second.returncode == 2, second.stderr
+        assert f"{other}: another analysis is running on this store (pid {os.getpid()};" in second.stderr
         assert "Traceback" not in second.stderr
         # every prompt sent once, every failure analysed once
         outputs = analysis_outputs(srv)
@@ -370,38 +383,6 @@ def test_a_disk_that_fills_during_a_run_stops_it_and_nothing_paid_is_bought_twic
         # nothing stored or kept is bought again; only the answers the full disk lost are asked again
         assert len(resent) == n - stored - kept and len(set(resent) & set(first)) == lost
     assert q(moved, "SELECT count(DISTINCT (run_id, instance_id)) FROM analyses") == [(n,)]
-
-
-@pytest.mark.parametrize("link", ["symlink", "hard link", "hard link in another folder"])
-def test_one_store_under_two_names_runs_one_analysis(tmp_path, link):
-    n = 30
-    db = tmp_path / "a" / "store.duckdb"
-    db.parent.mkdir()
-    seeded(db, n)
-    other = tmp_path / ("b" if link.endswith("folder") else "a") / "other-name.duckdb"
-    other.parent.mkdir(exist_ok=True)
-    if link == "symlink":
-        other.symlink_to(db)
-    else:
-        os.link(db, other)
-    with FakeLLMServer(latency=0.3) as srv:
-        first: list = []
-        thread = threading.Thread(target=lambda: first.append(analyze(db, UNPRICED, api_base=srv.api_base, concurrency=2)))
-        thread.start()
-        deadline = time.monotonic() + 60
-        while srv.count("analysis") < 1 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        cmd, env = cli(other, srv.api_base, "--concurrency", "2")
-        second = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
-        thread.join(timeout=120)
-        assert second.returncode == 2, second.stderr
-        assert f"{other}: another analysis is running on this store (pid {os.getpid()};" in second.stderr
-        outputs = analysis_outputs(srv)
-        # the unfixed lock was named from the path: both ran and paid for every prompt twice
-        assert len(outputs) == len(set(outputs)) == n
-    assert first[0].analysed_now == n
-    assert q(db, "SELECT count(*), count(DISTINCT (run_id, instance_id)) FROM analyses") == [(n, n)]
-    assert not lock_path(db).exists()
 
 
 @pytest.mark.parametrize("line", [
