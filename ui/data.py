@@ -52,6 +52,7 @@ def run_bounded(db: str | Path, fn: Callable, **kwargs) -> Any:
     try:
         return future.result(timeout=timeout)
     except concurrent.futures.TimeoutError:
+        future.cancel()  # still queued behind other sessions' queries: never started
         for con in opened:
             con.interrupt()
         raise store.StoreError(
