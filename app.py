@@ -1,5 +1,7 @@
 """Faultline — the overview page: what is loaded, accuracy per model, analysis coverage."""
 
+import ui.preload  # noqa: F401  (first: the heavy libraries once, in one order; see ui/preload.py)
+
 import streamlit as st
 
 import stats

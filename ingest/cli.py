@@ -25,6 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--demo", action="store_true",
                    help="build the demo store from data/demo (made-up DEMO logs) and analyse it offline; "
                         "writes --db if given, else data/demo.duckdb")
+    p.add_argument("--migrate", metavar="DB",
+                   help="upgrade the store DB written by an older Faultline to this version's schema, and exit")
     p.add_argument("--format", default="auto", choices=FORMATS, help="log format (default: recognise each path)")
     p.add_argument("--dataset", help="dataset name for every run read (custom files: default is the dataset column, else the file name)")
     p.add_argument("--model", help="model name for every run read (custom files without a model column)")
@@ -43,6 +45,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--main-metric", action="append", default=[], metavar="[DATASET=]NAME", help="HELM: the metric that decides pass/fail")
     p.add_argument("--config", metavar="FILE", help="YAML/JSON: datasets: {NAME: {main_metric: ..., pass_threshold: ..., scale: [LOW, HIGH]}}, aliases: {NAME: CANONICAL_NAME}")
+    p.add_argument(
+        "--only-under", action="append", default=[], metavar="DIR",
+        help="read only files and folders whose resolved path (symbolic links followed) lies under DIR "
+             "(repeatable); others are refused or skipped and named. The app passes its data roots",
+    )
     p.add_argument(
         "--strict", action="store_true",
         help="exit 2 when any run's recomputed rate differs from the harness's own headline, or is judged on "
@@ -93,11 +100,20 @@ def main(argv: list[str] | None = None) -> int:
         return export_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.migrate is not None and (args.paths or args.demo):
+        parser.error("--migrate upgrades a store on its own: give no PATH or --demo with it")
     if args.demo and args.paths:
         parser.error("--demo builds the demo store on its own: give no PATH with it")
-    if not args.demo and not args.paths:
+    if not args.demo and not args.paths and args.migrate is None:
         parser.error("give at least one PATH (or --demo)")
     try:
+        if args.migrate is not None:
+            from store import upgrade_store
+
+            applied = upgrade_store(args.migrate)
+            print(f"{args.migrate}: " + (f"applied {len(applied)} migration(s): {', '.join(applied)}"
+                                         if applied else "already up to date"))
+            return 0
         if args.demo:
             from .demo import build_demo
 
@@ -110,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
             dataset=args.dataset,
             model=args.model,
             column_map=_column_map(args.map),
+            only_under=tuple(args.only_under),
         )
         summary = ingest_paths(args.paths, db=args.db, fmt=args.format, options=options, progress=True)
     except FaultlineError as exc:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import os
 import zipfile
 from pathlib import Path
 from typing import Any, Iterator
@@ -13,8 +14,9 @@ from typing import Any, Iterator
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from .errors import IngestError
-from .jsonio import TOO_DEEP
-from .limits import ArchiveReader, Limits
+from . import files
+from .jsonio import parse_json
+from .limits import ArchiveReader, Limits, human
 from .options import ReadOptions
 from .names import canonical_dataset, question_hash
 from .passfail import is_finite, make_rule
@@ -105,11 +107,11 @@ def count_runs(path: Path) -> int:
 
 
 def _rows(path: Path, kind: str, limits: Limits) -> Iterator[tuple[int, dict[str, Any]]]:
-    if kind == "parquet":
-        return _parquet_rows(path)
-    if kind == "xlsx":
-        return _xlsx_rows(path, limits)
-    return _text_rows(path, kind)
+    if kind in ("parquet", "xlsx"):
+        # their readers open the file themselves: a regular file within the caps and roots first
+        os.close(files.open_regular(path, limits))
+        return _parquet_rows(path) if kind == "parquet" else _xlsx_rows(path, limits)
+    return _text_rows(path, kind, limits)
 
 
 def _parquet_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -173,14 +175,11 @@ def _cell(value: Any) -> Any:
     return str(value)  # dates and times, as Excel shows them
 
 
-def _text_rows(path: Path, kind: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    try:
-        # utf-8-sig: Excel starts its UTF-8 CSVs with a byte-order mark, which is not part of the header
-        handle = path.open(encoding="utf-8-sig", newline="")
-    except FileNotFoundError:
-        raise IngestError(f"{path}: file not found") from None
-    except OSError as exc:
-        raise IngestError(f"{path}: cannot read: {exc.strerror or exc}") from None
+def _text_rows(path: Path, kind: str, limits: Limits) -> Iterator[tuple[int, dict[str, Any]]]:
+    # utf-8-sig: Excel starts its UTF-8 CSVs with a byte-order mark, which is not part of the header
+    handle = files.open_text(path, limits, encoding="utf-8-sig", newline="")
+    # a field may be as long as one text may be (csv's own default stops at 131,072 characters)
+    csv.field_size_limit(limits.text_bytes)
     lineno = 0
     with handle:
         try:
@@ -188,12 +187,7 @@ def _text_rows(path: Path, kind: str) -> Iterator[tuple[int, dict[str, Any]]]:
                 for lineno, line in enumerate(handle, start=1):
                     if not line.strip():
                         continue
-                    try:
-                        row = json.loads(line)
-                    except json.JSONDecodeError as exc:
-                        raise IngestError(f"{path}:{lineno}: invalid JSON: {exc.msg} (column {exc.colno})") from None
-                    except RecursionError:
-                        raise IngestError(f"{path}:{lineno}: {TOO_DEEP}") from None
+                    row = parse_json(line, path, line=lineno, cut=False)
                     if not isinstance(row, dict):
                         raise IngestError(f"{path}:{lineno}: expected a JSON object, found {type(row).__name__}")
                     yield lineno, row
@@ -218,6 +212,10 @@ def _text_rows(path: Path, kind: str) -> Iterator[tuple[int, dict[str, Any]]]:
         except UnicodeDecodeError as exc:
             raise IngestError(f"{path}: not UTF-8 text ({exc.reason})") from None
         except csv.Error as exc:
+            if str(exc).startswith("field larger than field limit"):
+                raise IngestError(
+                    f"{path}:{reader.line_num + 1}: a field longer than {human(limits.text_bytes)}, the limit on one "
+                    "text (raise FAULTLINE_MAX_TEXT_BYTES to read it)") from None
             if str(exc) == "unexpected end of data":
                 raise IngestError(f"{path}:{lineno + 1}: a quoted field is never closed (the file is cut short?)") from None
             raise IngestError(f"{path}:{reader.line_num}: malformed CSV: {exc}") from None

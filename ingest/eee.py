@@ -27,6 +27,7 @@ from typing import Any, Iterator
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from .errors import MALFORMED, IngestError, malformed
+from . import files
 from .evidence import EXPLANATION_FIELDS, common, judge_score, positive_int, render_messages, system_text
 from .jsonio import expect, load_json, load_jsonl
 from .options import ReadOptions
@@ -44,11 +45,8 @@ FAULTLINE_KEYS = ("domain", "split", "raw_instance_id", "sub_split", "perturbati
 
 
 def _head(path: Path) -> str | None:
-    try:
-        with path.open("rb") as handle:
-            return handle.read(HEAD_BYTES).decode("utf-8", errors="replace")
-    except OSError:
-        return None
+    head = files.head(path, HEAD_BYTES)
+    return None if head is None else head.decode("utf-8", errors="replace")
 
 
 def kind(path: Path) -> str | None:

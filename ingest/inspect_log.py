@@ -16,8 +16,8 @@ Cancelled or errored runs keep the samples they have, and `runs.status` says so.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
+import os
 import re
 import zipfile
 import zlib
@@ -28,8 +28,9 @@ from typing import Any, Iterator
 from pydantic import ValidationError
 
 from .errors import IngestError, read_each
+from . import files
 from .evidence import common, judge_score, positive_int, render_messages, system_text
-from .jsonio import TOO_DEEP, expect, load_json
+from .jsonio import expect, load_json, parse_json
 from .limits import ArchiveReader, Limits
 from .names import canonical_dataset, question_hash
 from .options import ReadOptions
@@ -55,11 +56,7 @@ def _is_log_file(path: Path) -> bool:
         return True
     if path.suffix.lower() != ".json":
         return False
-    try:
-        with path.open(encoding="utf-8") as handle:
-            head = handle.read(2048)
-    except (OSError, UnicodeDecodeError):
-        return False
+    head = (files.head(path, 2048) or b"").decode("utf-8", errors="replace")
     return head.lstrip().startswith("{") and '"eval"' in head and '"status"' in head
 
 
@@ -277,7 +274,7 @@ def _header_aggregate(header: dict, scorer: str) -> HarnessAggregate | None:
 def _read_eval_zip(path: Path, limits: Limits) -> _Log:
     hasher = hashlib.sha256()
     try:
-        with zipfile.ZipFile(path) as archive:
+        with os.fdopen(files.open_regular(path, limits), "rb") as handle, zipfile.ZipFile(handle) as archive:
             names = archive.namelist()
             # a log whose run never finished has no header.json, only the journal's start entry
             header_name = "header.json" if "header.json" in names else "_journal/start.json"
@@ -310,14 +307,7 @@ def _zip_json(archive: ArchiveReader, path: Path, name: str, hasher: "hashlib._H
     raw = archive.read(name)
     hasher.update(name.encode())
     hasher.update(raw)
-    try:
-        return json.loads(raw)
-    except UnicodeDecodeError as exc:
-        raise IngestError(f"{path}!{name}: not UTF-8 text ({exc.reason})") from None
-    except json.JSONDecodeError as exc:
-        raise IngestError(f"{path}!{name}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
-    except RecursionError:
-        raise IngestError(f"{path}!{name}: {TOO_DEEP}") from None
+    return parse_json(raw, f"{path}!{name}", limit=archive.limits.entry_bytes)
 
 
 def _read_json_log(path: Path) -> _Log:

@@ -9,6 +9,7 @@ instance, the size and the setting that raises the cap. Nothing of that input is
 | FAULTLINE_MAX_ARCHIVE_BYTES     | 2 GiB   | everything read from one archive, decompressed |
 | FAULTLINE_MAX_ENTRY_BYTES       | 256 MiB | one file inside an archive, decompressed       |
 | FAULTLINE_MAX_TEXT_BYTES        | 32 MiB  | one text (an input, output, reference, ...)    |
+| FAULTLINE_MAX_FILE_BYTES        | 2 GiB   | one file read from disk (a log, a JSON file)   |
 
 Values are bytes; a suffix K, M or G (powers of 1024) is accepted.
 """
@@ -27,6 +28,7 @@ ENV = {
     "archive_bytes": "FAULTLINE_MAX_ARCHIVE_BYTES",
     "entry_bytes": "FAULTLINE_MAX_ENTRY_BYTES",
     "text_bytes": "FAULTLINE_MAX_TEXT_BYTES",
+    "file_bytes": "FAULTLINE_MAX_FILE_BYTES",
 }
 _CHUNK = 1 * MiB
 
@@ -56,6 +58,7 @@ class Limits:
     archive_bytes: int = 2 * GiB
     entry_bytes: int = 256 * MiB
     text_bytes: int = 32 * MiB
+    file_bytes: int = 2 * GiB
 
     @classmethod
     def from_env(cls) -> "Limits":

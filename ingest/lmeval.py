@@ -38,8 +38,9 @@ from typing import Any, Iterator
 from pydantic import ValidationError
 
 from .errors import IngestError, read_each
+from . import files
 from .evidence import common, positive_int, render_messages, system_text
-from .jsonio import TOO_DEEP, decode_utf8, expect, load_json, read_bytes
+from .jsonio import decode_utf8, expect, load_json, parse_json, read_bytes, try_parse
 from .names import canonical_dataset, question_hash
 from .options import ReadOptions
 from .passfail import HarnessAggregate, agreement, lookup, make_rule, metric_key
@@ -74,12 +75,7 @@ def _is_samples_file(path: Path) -> bool:
     if not SAMPLES_RE.match(path.name):
         return False
     # a user's own JSONL could be named samples_*: recognise lm-eval rows by their keys
-    try:
-        with path.open(encoding="utf-8") as handle:
-            head = handle.read(4096)
-    except (OSError, UnicodeDecodeError):
-        return False
-    return '"doc_id"' in head
+    return b'"doc_id"' in (files.head(path, 4096) or b"")
 
 
 def _samples_files(path: Path) -> list[Path]:
@@ -154,7 +150,7 @@ def _rows(samples: Path, hasher: "hashlib._Hash") -> list[tuple[str, dict]]:
     if text.lstrip().startswith("["):
         rows = [(f"sample {n}", row) for n, row in enumerate(expect(load_json(samples), list, str(samples)))]
     else:
-        rows = [(str(lineno), _parse_line(samples, lineno, line)) for lineno, line in _lines(text)]
+        rows = [(str(lineno), parse_json(line, samples, line=lineno, cut=False)) for lineno, line in _lines(text)]
     for where, row in rows:
         if not isinstance(row, dict):
             raise IngestError(f"{samples}:{where}: expected a JSON object, found {type(row).__name__}")
@@ -165,15 +161,6 @@ def _rows(samples: Path, hasher: "hashlib._Hash") -> list[tuple[str, dict]]:
 
 def _lines(text: str) -> Iterator[tuple[int, str]]:
     return ((n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip())
-
-
-def _parse_line(samples: Path, lineno: int, line: str) -> Any:
-    try:
-        return json.loads(line)  # also accepts the bare Infinity/NaN lm-eval writes
-    except json.JSONDecodeError as exc:
-        raise IngestError(f"{samples}:{lineno}: invalid JSON: {exc.msg} (column {exc.colno})") from None
-    except RecursionError:
-        raise IngestError(f"{samples}:{lineno}: {TOO_DEEP}") from None
 
 
 def _model(results: dict) -> str | None:
@@ -601,10 +588,7 @@ def _input(row: dict) -> tuple[str | None, list[dict] | None]:
 def _chat_messages(text: str) -> list[dict] | None:
     if not text.startswith("[{"):
         return None
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
-        return None
+    value = try_parse(text)
     if isinstance(value, list) and value and all(isinstance(m, dict) and "role" in m for m in value):
         return value
     return None

@@ -21,8 +21,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from store import writable_db_path, write_session
+from store.writes import transaction
 from store.runs import StagedRun, replace_runs, stage_run
 
+from . import files
 from .errors import IngestError
 from .jsonio import TOO_DEEP
 from .limits import human
@@ -89,6 +91,7 @@ def _check_text_sizes(staged: StagedRun, source: str, cap: int) -> None:
 
 
 def _read_part(reader_name: str, path: Path, options: ReadOptions) -> list[_Staged | Skipped]:
+    files.confine(options.only_under)  # a worker process starts unconfined
     part = replace(options, part_of_folder=True)
     return [_stage(parsed, options) for parsed in by_name(reader_name).read(path, part)]
 
@@ -200,8 +203,8 @@ def _read_input(path: Path, fmt: str, options: ReadOptions, bar, summary: Ingest
     except RecursionError:
         # a reader walking a deeply nested value; the JSON layer names the file when it can
         raise IngestError(f"{path}: {TOO_DEEP}") from None
-    for reason, files in skipped_files(path, readers).items():
-        summary.skipped.setdefault(reason, []).extend(map(str, files))
+    for reason, found in skipped_files(path, readers).items():
+        summary.skipped.setdefault(reason, []).extend(map(str, found))
     return staged
 
 
@@ -260,24 +263,20 @@ def ingest_paths(
     # over and over (a quarter of the CPU time on a 120 MB suite) and find nothing to free.
     collecting = gc.isenabled()
     gc.disable()
+    files.confine(options.only_under)
     try:
         staged: list[_Staged] = []
         for raw in paths:
             staged.extend(_read_input(Path(raw), fmt, options, bar, summary))
     finally:
+        files.confine(None)
         if collecting:
             gc.enable()
         if bar is not None:
             bar.close()
     staged = _judge_pending(_one_per_run(staged, summary.remarks))
-    with write_session(db) as con:
-        con.execute("BEGIN")
-        try:
-            replace_runs(con, [s.run for s in staged])
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
+    with write_session(db) as con, transaction(con):
+        replace_runs(con, [s.run for s in staged])
     for item in staged:
         summary.runs += 1
         summary.predictions += item.run.n_predictions

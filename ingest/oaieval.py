@@ -19,7 +19,8 @@ from typing import Any, Iterator
 from .errors import IngestError, read_each
 from .evidence import common, render_messages, system_text
 from .passfail import HarnessAggregate, agreement
-from .jsonio import expect, load_jsonl
+from . import files
+from .jsonio import expect, load_jsonl, try_parse
 from .options import ReadOptions
 from .names import canonical_dataset, question_hash
 from .records import InstanceRecord, ParsedRun, PredictionRecord, Reference, RunRecord, Skipped
@@ -31,15 +32,9 @@ EVENT_KEYS = {"run_id", "event_id", "sample_id", "type", "data"}
 
 
 def _first_line(path: Path) -> dict | None:
-    try:
-        with path.open("rb") as handle:
-            line = handle.readline(HEAD_BYTES)
-    except OSError:
-        return None
-    try:
-        row = json.loads(line)
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        return None  # not this format (deep nesting is reported by the reader that does read it)
+    head = files.head(path, HEAD_BYTES)
+    # not this format when it does not parse (deep nesting is reported by the reader that reads it)
+    row = try_parse(head.split(b"\n", 1)[0]) if head else None
     return row if isinstance(row, dict) else None
 
 

@@ -17,3 +17,5 @@ class ReadOptions:
     limits: Limits = field(default_factory=Limits.from_env)
     # read as one part of a folder (a worker's share): a run folder is not then named directly
     part_of_folder: bool = False
+    # read only files whose resolved path lies under one of these folders (empty: anywhere)
+    only_under: tuple[str, ...] = ()

@@ -245,12 +245,16 @@ CONFIG_KEYS = {"main_metric", "pass_threshold", "scale"}
 def _load_config_file(path: Path) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
     import yaml  # YAML is a superset of JSON, so one loader reads both
 
+    from .files import read_capped
+
+    if not path.exists():
+        raise IngestError(f"{path}: config file not found")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise IngestError(f"{path}: config file not found") from None
-    except yaml.YAMLError as exc:
+        data = yaml.safe_load(read_capped(path).decode("utf-8"))
+    except (UnicodeDecodeError, yaml.YAMLError) as exc:
         raise IngestError(f"{path}: not valid YAML/JSON: {exc}") from None
+    except RecursionError:
+        raise IngestError(f"{path}: nested too deeply to read") from None
     data = data if isinstance(data, dict) else {}
     datasets = data.get("datasets", {} if "aliases" in data else None)
     if not isinstance(datasets, dict):

@@ -23,7 +23,8 @@ from typing import Any, Iterator
 from .errors import IngestError, read_each
 from .evidence import common, judge_score, positive_int, system_text
 from .passfail import HarnessAggregate, agreement
-from .jsonio import expect, load_json
+from . import files
+from .jsonio import expect, load_json, try_parse
 from .options import ReadOptions
 from .names import question_hash
 from .records import InstanceRecord, JudgeNote, ParsedRun, PredictionRecord, Reference, RunRecord
@@ -36,11 +37,7 @@ FAILURE_ERROR = 2  # promptfoo's ResultFailureReason.ERROR (1 is ASSERT)
 
 def is_export(path: Path) -> bool:
     """A JSON object that starts with promptfoo's `evalId` and holds `results`."""
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(HEAD_BYTES).decode("utf-8", errors="replace")
-    except OSError:
-        return False
+    head = (files.head(path, HEAD_BYTES) or b"").decode("utf-8", errors="replace")
     return head.lstrip().startswith("{") and re.search(r'"evalId"\s*:', head) is not None and '"results"' in head
 
 
@@ -224,10 +221,7 @@ def _rendered(result: dict) -> tuple[str | None, list[dict] | None]:
         return None, None
     # chat prompts are rendered as a JSON list of messages
     if raw.lstrip().startswith("["):
-        try:
-            messages = json.loads(raw)
-        except ValueError:
-            return raw, None
+        messages = try_parse(raw)
         if isinstance(messages, list) and all(isinstance(m, dict) for m in messages):
             return raw, messages
     return raw, None

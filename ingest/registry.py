@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Callable, Iterator
 
-from . import custom, eee, helm, inspect_log, lmeval, oaieval, promptfoo
+from . import custom, eee, files, helm, inspect_log, lmeval, oaieval, promptfoo
 from .errors import IngestError
+from .jsonio import parse_json, try_parse
 from .options import ReadOptions
 from .records import ParsedRun
 from .walk import helm_runs_below
@@ -57,8 +57,7 @@ FORMATS = ("auto", *(r.name for r in READERS))
 def choose(path: Path, fmt: str = "auto") -> list[Reader]:
     """The readers for a path: the one `fmt` names, else every reader that recognises it (a
     folder may hold HELM runs, lm-eval output and Inspect logs side by side)."""
-    if not path.exists():
-        raise IngestError(f"{path}: no such file or folder")
+    files.check_input(path)
     if fmt != "auto":
         for reader in READERS:
             if reader.name == fmt:
@@ -79,12 +78,8 @@ def choose(path: Path, fmt: str = "auto") -> list[Reader]:
 
 
 def _first_row(path: Path) -> dict | None:
-    try:
-        with path.open("rb") as handle:
-            line = handle.readline(1 << 20)
-        row = json.loads(line)
-    except (OSError, ValueError, UnicodeDecodeError):
-        return None
+    head = files.head(path, 1 << 20)
+    row = try_parse(head.split(b"\n", 1)[0]) if head else None
     return row if isinstance(row, dict) else None
 
 
@@ -120,21 +115,35 @@ def _observed(path: Path) -> str:
     """What the file is, in the terms the readers' expectations use."""
     if path.is_dir():
         return "a folder with no log any reader recognises below it"
+    kind = f"a {path.suffix or 'suffix-less'}"
     row = _first_row(path)
     if row is not None:
-        return f"a {path.suffix or 'suffix-less'} file whose first line is a JSON object with keys {', '.join(sorted(row)[:12])}"
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(64).decode("utf-8", errors="replace").lstrip()
-    except OSError as exc:
-        return f"a file that cannot be read ({exc.strerror})"
-    if head.startswith("{") and path.stat().st_size < SMALL_JSON_BYTES:
+        return f"{kind} file whose first line is a JSON object with keys {', '.join(sorted(row)[:12])}"
+    raw = files.head(path, SMALL_JSON_BYTES + 1)
+    if raw is None:
+        return "a file that cannot be read"
+    start = raw[:64].decode("utf-8", errors="replace").lstrip()
+    if start[:1] in ("{", "[") and len(raw) <= SMALL_JSON_BYTES:
         try:
-            keys = sorted(json.loads(path.read_bytes()))
-        except (OSError, ValueError, UnicodeDecodeError):
-            return f"a {path.suffix or 'suffix-less'} file that starts like JSON but does not parse"
-        return f"a {path.suffix or 'suffix-less'} JSON object with keys {', '.join(keys[:12])}"
-    return f"a {path.suffix or 'suffix-less'} file that is not JSON" + (f" (starts {head[:20]!r})" if head else " (empty)")
+            value = parse_json(raw, path)
+        except IngestError as exc:
+            # a JSON file with a real problem says which, not merely "not JSON"
+            return f"{kind} file that starts like JSON but does not parse ({exc.message.removeprefix(str(path)).lstrip(':0123456789 ')})"
+        return f"{kind} JSON {_shape(value)}"
+    return f"{kind} file that is not JSON" + (f" (starts {start[:20]!r})" if start else " (empty)")
+
+
+def _shape(value) -> str:
+    """What a parsed JSON document holds, for telling the user why no reader took it."""
+    if isinstance(value, dict):
+        return f"object with keys {', '.join(sorted(value)[:12])}" if value else "object with no keys"
+    if isinstance(value, list):
+        kinds = sorted({type(v).__name__ for v in value[:1000]})
+        what = {"dict": "objects", "list": "arrays", "str": "strings"}
+        inner = " and ".join(what.get(k, k + "s") for k in kinds)
+        first = f" (the first with keys {', '.join(sorted(value[0])[:12])})" if value and isinstance(value[0], dict) else ""
+        return f"array of {len(value):,} {inner}{first}" if value else "array with no items"
+    return f"document holding a single {type(value).__name__}"
 
 
 def by_name(name: str) -> Reader:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
-from . import custom, lmeval
+from . import custom, files, lmeval
 from .passfail import PassRule, flag, is_finite, metric_key, refusal, settle
 from .walk import every_file_below, helm_bookkeeping, helm_runs_below
 
@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from .registry import Reader
 
 OWN_TABLE = "a table of your own: read only when named directly (python -m ingest FILE)"
-SKIP_REASONS = (OWN_TABLE, "format not read", "results file without samples", "unreadable")
+SKIP_REASONS = (OWN_TABLE, "format not read", "results file without samples", "unreadable", files.NOT_REGULAR,
+                files.OUTSIDE)
 SHOWN_PATHS = 3
 # more skipped files than this: every one of them goes to a file whose path the summary prints
 LISTED_IN_SUMMARY = 20
@@ -231,6 +232,10 @@ def skipped_files(path: Path, readers: list["Reader"]) -> dict[str, list[Path]]:
     out: dict[str, list[Path]] = {}
     for file, in_run in every_file_below(path):
         if in_run and "helm" in names or helm_bookkeeping(file, suites):
+            continue
+        refused = files.refusal(file)
+        if refused:
+            out.setdefault(refused, []).append(file)
             continue
         if not os.access(file, os.R_OK):
             out.setdefault("unreadable", []).append(file)

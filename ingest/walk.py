@@ -2,7 +2,10 @@
 
 Folders are searched at any depth. Symbolic links to folders are followed once: a folder already
 visited (by device and inode) is not entered again, so a link loop ends. The kernel's virtual
-file systems are never entered, so `ingest /` does not read /proc.
+file systems are never entered, so `ingest /` does not read /proc. Only regular files are offered
+to the readers (a FIFO would block them, a device never end), and under `files.confine` only
+files and folders whose resolved path lies under a root; `every_file_below` still lists the
+others, so that the summary names them.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import os
 from pathlib import Path
 from typing import Callable, Iterator
 
+from . import files as _files
 from .errors import IngestError
 
 _SKIP = {".git", "__pycache__", "node_modules", ".venv", "venv"}
@@ -19,6 +23,8 @@ HELM_RUN_MARKER = "run_spec.json"
 
 
 def _enterable(folder: Path, seen: set[tuple[int, int]]) -> bool:
+    if _files.outside_roots(folder):
+        return False
     try:
         resolved = folder.resolve()
         if any(resolved == v or v in resolved.parents for v in _VIRTUAL):
@@ -38,9 +44,10 @@ def _unreadable(exc: OSError) -> None:
     raise IngestError(f"{exc.filename}: cannot read this folder: {exc.strerror or exc}")
 
 
-def _folders(path: Path) -> Iterator[tuple[Path, list[str]]]:
+def _folders(path: Path, refused: list[Path] | None = None) -> Iterator[tuple[Path, list[str]]]:
     """(folder, its file names) at any depth below `path`, in a stable order, skipping tool
-    folders; a HELM run folder is a leaf (its subfolders are never logs of their own)."""
+    folders; a HELM run folder is a leaf (its subfolders are never logs of their own).
+    Folders outside the data roots are not entered; `refused` collects them."""
     seen: set[tuple[int, int]] = set()
     if not _enterable(path, seen):
         return
@@ -49,10 +56,16 @@ def _folders(path: Path) -> Iterator[tuple[Path, list[str]]]:
         if HELM_RUN_MARKER in files:
             dirs.clear()
         else:
-            dirs[:] = sorted(
-                d for d in dirs
-                if d not in _SKIP and not d.startswith(".") and _enterable(here / d, seen)
-            )
+            keep = []
+            for d in sorted(dirs):
+                if d in _SKIP or d.startswith("."):
+                    continue
+                if _files.outside_roots(here / d):
+                    if refused is not None:
+                        refused.append(here / d)
+                elif _enterable(here / d, seen):
+                    keep.append(d)
+            dirs[:] = keep
         yield here, files
 
 
@@ -62,8 +75,13 @@ def files_below(path: Path, wanted: Callable[[Path], bool]) -> list[Path]:
     for here, files in _folders(path):
         if HELM_RUN_MARKER in files and here != path:
             continue  # a HELM run folder holds HELM's files only: no need to open each of them
-        found.extend(p for name in sorted(files) if wanted(p := here / name))
+        found.extend(p for name in sorted(files) if _readable(p := here / name) and wanted(p))
     return found
+
+
+def _readable(file: Path) -> bool:
+    """A regular file inside the roots: the only kind a reader may be offered."""
+    return _files.refusal(file) is None
 
 
 def matching_files(path: Path, wanted: Callable[[Path], bool]) -> list[Path]:
@@ -71,7 +89,7 @@ def matching_files(path: Path, wanted: Callable[[Path], bool]) -> list[Path]:
     (none for a file it does not)."""
     if path.is_dir():
         return files_below(path, wanted)
-    return [path] if path.is_file() and wanted(path) else []
+    return [path] if path.is_file() and _readable(path) and wanted(path) else []
 
 
 def helm_runs_below(path: Path, limit: int | None = None) -> list[Path]:
@@ -87,11 +105,15 @@ def helm_runs_below(path: Path, limit: int | None = None) -> list[Path]:
 
 
 def every_file_below(path: Path) -> Iterator[tuple[Path, bool]]:
-    """(file, whether it lies in a HELM run folder) for every file a folder search visits."""
-    for here, files in _folders(path):
+    """(file, whether it lies in a HELM run folder) for every file a folder search visits, and
+    the folders it did not enter because they lie outside the data roots (not in a run)."""
+    refused: list[Path] = []
+    for here, files in _folders(path, refused):
         in_run = HELM_RUN_MARKER in files
         for name in sorted(files):
             yield here / name, in_run
+    for folder in refused:
+        yield folder, False
 
 
 # What helm-run and helm-summarize write beside a suite's run folders (helm/benchmark/runner.py,

@@ -1,5 +1,7 @@
 """Compare two models: paired McNemar overall, per-error-type differences, discordant questions."""
 
+import ui.preload  # noqa: F401  (first: the heavy libraries once, in one order; see ui/preload.py)
+
 import math
 
 import streamlit as st

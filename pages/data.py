@@ -1,6 +1,8 @@
 """The runs loaded: source file, format, main split, variant, settings, the harness-agreement
 check, counts and when each was ingested."""
 
+import ui.preload  # noqa: F401  (first: the heavy libraries once, in one order; see ui/preload.py)
+
 import streamlit as st
 
 import ui

@@ -1,6 +1,8 @@
 """Search outcomes and open one question: input, references, outputs side by side, the analysis
 with its evidence, and human review of the classification."""
 
+import ui.preload  # noqa: F401  (first: the heavy libraries once, in one order; see ui/preload.py)
+
 import streamlit as st
 
 import ui

@@ -1,5 +1,7 @@
 """Failure signatures: how each model's failures spread over the taxonomy's error types."""
 
+import ui.preload  # noqa: F401  (first: the heavy libraries once, in one order; see ui/preload.py)
+
 import streamlit as st
 
 import stats

@@ -1,5 +1,7 @@
 """Where each error type concentrates: category shares by dataset and by domain."""
 
+import ui.preload  # noqa: F401  (first: the heavy libraries once, in one order; see ui/preload.py)
+
 import streamlit as st
 
 import stats

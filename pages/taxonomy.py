@@ -1,6 +1,8 @@
 """The taxonomy: categories → error titles → questions, counts per model, versions, descriptions,
 and how far the analyst's labels agree with people or another analyst."""
 
+import ui.preload  # noqa: F401  (first: the heavy libraries once, in one order; see ui/preload.py)
+
 from pathlib import Path
 
 import polars as pl

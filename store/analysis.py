@@ -15,6 +15,8 @@ from typing import Iterable, Sequence
 import duckdb
 import pyarrow as pa
 
+from .writes import transaction
+
 
 def now() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None)
@@ -199,6 +201,8 @@ def question_verdicts(con: duckdb.DuckDBPyConnection, dataset: str, instance_id:
         [dataset, instance_id, analyst],
     ).fetchall()
     return [dict(zip(("run_id", "train_trial_index", "verifier", "accepted", "reason"), r)) for r in rows]
+# answers cut off at max_tokens are kept apart (cut_off_answers): they are not served as answers
+_COMPLETE = "finish_reason IS DISTINCT FROM 'length'"
 
 
 def cached_responses(con: duckdb.DuckDBPyConnection, keys: Iterable[str]) -> dict[str, str]:
@@ -208,7 +212,7 @@ def cached_responses(con: duckdb.DuckDBPyConnection, keys: Iterable[str]) -> dic
         chunk = keys[start : start + 1000]
         out.update(
             con.execute(
-                f"SELECT cache_key, response_text FROM llm_cache WHERE cache_key IN ({_marks(len(chunk))})",
+                f"SELECT cache_key, response_text FROM llm_cache WHERE cache_key IN ({_marks(len(chunk))}) AND {_COMPLETE}",
                 chunk,
             ).fetchall()
         )
@@ -219,10 +223,18 @@ def cached_for_prompt(con: duckdb.DuckDBPyConnection, model: str, prompt_version
     """Every cached response of one model for one prompt version (stage 3 has few, small ones)."""
     return dict(
         con.execute(
-            "SELECT cache_key, response_text FROM llm_cache WHERE model = ? AND prompt_version = ?",
+            f"SELECT cache_key, response_text FROM llm_cache WHERE model = ? AND prompt_version = ? AND {_COMPLETE}",
             [model, prompt_version],
         ).fetchall()
     )
+
+
+def cut_off_answers(con: duckdb.DuckDBPyConnection, model: str, prompt_version: str) -> dict[str, int | None]:
+    """cache key → completion tokens of the answers of one model and prompt version that were
+    cut off at max_tokens (paid for, but not an answer)."""
+    return dict(con.execute(
+        "SELECT cache_key, completion_tokens FROM llm_cache WHERE model = ? AND prompt_version = ? "
+        "AND finish_reason = 'length'", [model, prompt_version]).fetchall())
 
 
 def classifications_of(con: duckdb.DuckDBPyConnection, taxonomy_version: str, classifier: str) -> dict[str, tuple[str, bool]]:
@@ -245,16 +257,11 @@ def recorded_taxonomy(con: duckdb.DuckDBPyConnection, version: str) -> str | Non
 
 
 def record_taxonomy(con: duckdb.DuckDBPyConnection, version: str, name: str, source: str, categories_json: str) -> None:
-    con.execute("BEGIN")
-    try:
+    with transaction(con):
         con.execute(
             "INSERT INTO taxonomies VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
             [version, name, source, categories_json, now()],
         )
-        con.execute("COMMIT")
-    except Exception:
-        con.execute("ROLLBACK")
-        raise
 
 
 @dataclass
@@ -305,21 +312,15 @@ def _insert(con: duckdb.DuckDBPyConnection, head: str, rows: list[tuple], tail: 
 
 def save_batch(con: duckdb.DuckDBPyConnection, batch: Batch) -> None:
     """Insert everything in one transaction."""
-    con.execute("BEGIN")
-    try:
+    with transaction(con):
         _insert_batch(con, batch, now())
-        con.execute("COMMIT")
-    except Exception:
-        con.execute("ROLLBACK")
-        raise
 
 
 def save_recovered(con: duckdb.DuckDBPyConnection, batch: Batch) -> int:
     """Store cache and call rows journaled by an earlier run, skipping those already stored (the
     journal may outlive their commit). A call is identified by its model, time and latency.
     Returns how many answers were not in the store yet."""
-    con.execute("BEGIN")
-    try:
+    with transaction(con):
         keys = list({r[0] for r in batch.cache})
         stored: set[tuple] = set()
         for start in range(0, len(keys), 1000):
@@ -337,21 +338,21 @@ def save_recovered(con: duckdb.DuckDBPyConnection, batch: Batch) -> int:
             ).fetchall())
             calls = [c for c in calls if (c[1], c[-1], c[9]) not in seen]
         _insert_batch(con, Batch(cache=cache, calls=calls), now())
-        con.execute("COMMIT")
-    except Exception:
-        con.execute("ROLLBACK")
-        raise
     return len({r[0] for r in cache})
 
 
 def _insert_batch(con: duckdb.DuckDBPyConnection, batch: Batch, ts: datetime) -> None:
     # a key already present holds an answer the current validation rejected (else it would
     # have been served from the cache): the new, valid answer replaces it
+    # a cache row is (key, model, prompt version, text, prompt tokens, completion tokens[, finish
+    # reason]): the finish reason is given only for an answer cut off at max_tokens
     _insert(
-        con, "INSERT INTO llm_cache", [(*row, ts) for row in {r[0]: r for r in batch.cache}.values()],
+        con, "INSERT INTO llm_cache (cache_key, model, prompt_version, response_text, prompt_tokens, "
+             "completion_tokens, finish_reason, created_at)",
+        [(*row[:6], row[6] if len(row) > 6 else None, ts) for row in {r[0]: r for r in batch.cache}.values()],
         "ON CONFLICT (cache_key) DO UPDATE SET response_text = EXCLUDED.response_text, "
         "prompt_tokens = EXCLUDED.prompt_tokens, completion_tokens = EXCLUDED.completion_tokens, "
-        "created_at = EXCLUDED.created_at",
+        "finish_reason = EXCLUDED.finish_reason, created_at = EXCLUDED.created_at",
     )
     # a call row carries its own time (when its answer or error arrived), so that a journaled
     # call can be recognised once stored

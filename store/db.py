@@ -22,7 +22,7 @@ import random
 import threading
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import duckdb
 
@@ -32,8 +32,9 @@ except ImportError:  # not POSIX: writers cannot announce themselves, so readers
     fcntl = None
 
 from . import remote
-from .errors import EmptyStoreError, StoreError
-from .migrations import migrate
+from .errors import EmptyStoreError, OutdatedStoreError, StoreError
+from .migrations import MIGRATIONS, migrate, pending
+from .writes import write_failure
 
 DEFAULT_DB = Path(__file__).resolve().parent.parent / "data" / "faultline.duckdb"
 ENV_VAR = "FAULTLINE_DB"
@@ -93,7 +94,8 @@ def _open(path: Path, read_only: bool, timeout: float) -> duckdb.DuckDBPyConnect
                     # DuckDB will not open a 0-byte file; it holds nothing, so start it afresh
                     path.unlink()
                     continue
-                raise StoreError(f"{path}: cannot open the database: {exc}") from None
+                refused = None if read_only else write_failure(path, exc)
+                raise refused or StoreError(f"{path}: cannot open the database: {exc}") from None
             if time.monotonic() > deadline:
                 raise StoreError(
                     f"{path}: another process has held the database for over {timeout:.0f} s; "
@@ -120,36 +122,80 @@ def _is_empty_file(path: Path) -> bool:
         return False
 
 
-def _is_set_up(con: duckdb.DuckDBPyConnection) -> bool:
-    return con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'runs'").fetchall()[0][0] > 0
+def _check_ready(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """EmptyStoreError for a store never set up; OutdatedStoreError for one an older Faultline
+    wrote (migrations missing: the queries would meet tables and columns it lacks)."""
+    tables = {r[0] for r in con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE table_name IN ('runs', 'schema_migrations')").fetchall()}
+    if "runs" not in tables:
+        raise EmptyStoreError(f"{path}: {NO_DATA}")
+    missing = pending(con) if "schema_migrations" in tables else [name for name, _ in MIGRATIONS]
+    if missing:
+        raise OutdatedStoreError(path, missing)
+
+
+def _connect(path: Path, timeout: float, linger: float) -> tuple[duckdb.DuckDBPyConnection, Callable[[], None]]:
+    """A ready read-only connection (or a cursor on the lingering one) and how to give it back."""
+    cursor = _READERS.cursor(path, timeout, linger) if linger > 0 and fcntl else None
+    if cursor is not None:
+        def done() -> None:
+            cursor.close()
+            _READERS.done()
+
+        return cursor, done
+    con = _open_ready(path, timeout)
+    return con, con.close
+
+
+def _open_ready(path: Path, timeout: float) -> duckdb.DuckDBPyConnection:
+    """A read-only connection on a set-up, current store (see `_check_ready`)."""
+    con = _open(path, read_only=True, timeout=timeout)
+    try:
+        _check_ready(con, path)
+    except BaseException:
+        con.close()
+        raise
+    return con
 
 
 @contextlib.contextmanager
 def read_connection(db: str | os.PathLike | None = None, timeout: float = LOCK_TIMEOUT_S,
-                    linger: float = 0.0) -> Iterator[duckdb.DuckDBPyConnection]:
+                    linger: float = 0.0, upgrade: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
     """A read-only connection; the file is released on exit, or with `linger` > 0 up to that
     many seconds later (at once when a writer announces itself): see the module docstring.
 
     A missing, 0-byte or never set-up file raises EmptyStoreError: an empty store, not a fault.
+    A store an older Faultline wrote is upgraded first (its missing migrations applied) when
+    `upgrade` and this process may write it; otherwise OutdatedStoreError says how to upgrade it.
     """
     path = resolve_db_path(db)
     if not path.exists():
         raise EmptyStoreError(f"{path}: no database here yet; load logs with `python -m ingest PATH`")
-    cursor = _READERS.cursor(path, timeout, linger) if linger > 0 and fcntl else None
-    if cursor is not None:
-        try:
-            yield cursor
-        finally:
-            cursor.close()
-            _READERS.done()
-        return
-    con = _open(path, read_only=True, timeout=timeout)
     try:
-        if not _is_set_up(con):
-            raise EmptyStoreError(f"{path}: {NO_DATA}")
+        con, done = _connect(path, timeout, linger)
+    except OutdatedStoreError:
+        # a store at a URL was upgraded in its copy when fetched; the copy is never written here
+        if not upgrade or not _writable(path) or remote.is_copy(str(path)):
+            raise
+        upgrade_store(path, timeout)
+        con, done = _connect(path, timeout, linger)
+    try:
         yield con
     finally:
-        con.close()
+        done()
+
+
+def _writable(path: Path) -> bool:
+    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+
+
+def upgrade_store(db: str | os.PathLike | None = None, timeout: float = LOCK_TIMEOUT_S) -> list[str]:
+    """Apply the migrations a store lacks (`python -m ingest --migrate DB`); returns their names."""
+    path = resolve_db_path(db)
+    if not path.exists():
+        raise EmptyStoreError(f"{path}: no database here")
+    with _writing(path, timeout) as (_, applied):
+        return applied
 
 
 WRITER_SUFFIX = ".writer.lock"
@@ -246,10 +292,7 @@ class _LingeringReader:
                     return None
                 self._close()
             if self._con is None:
-                con = _open(path, read_only=True, timeout=timeout)
-                if not _is_set_up(con):
-                    con.close()
-                    raise EmptyStoreError(f"{path}: {NO_DATA}")
+                con = _open_ready(path, timeout)
                 self._con, self._path, self._file = con, path, file
                 self._opened += 1
                 threading.Thread(target=self._watch, args=(self._opened,), daemon=True,
@@ -304,19 +347,31 @@ def release_read_connections() -> None:
 def write_session(db: str | os.PathLike | None = None, timeout: float = LOCK_TIMEOUT_S) -> Iterator[duckdb.DuckDBPyConnection]:
     """A read-write connection on a migrated store, held only for the `with` block.
 
-    Callers open their own transactions inside; keep the block short.
+    Callers open their own transactions inside; keep the block short. A write the file system
+    refuses (disk full, a folder that cannot be written) is a StoreError saying so.
     """
-    path = writable_db_path(db)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with _announce_writer(path):
-        # this process's own lingering reader would keep the file open the other way
-        _READERS.release()
-        con = _open(path, read_only=False, timeout=timeout)
-        try:
-            migrate(con)
-            yield con
-        finally:
-            con.close()
+    with _writing(writable_db_path(db), timeout) as (con, _):
+        yield con
+
+
+@contextlib.contextmanager
+def _writing(path: Path, timeout: float) -> Iterator[tuple[duckdb.DuckDBPyConnection, list[str]]]:
+    """A migrated read-write connection and the migrations applied to open it."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with _announce_writer(path):
+            # this process's own lingering reader would keep the file open the other way
+            _READERS.release()
+            con = _open(path, read_only=False, timeout=timeout)
+            try:
+                yield con, migrate(con)
+            finally:
+                con.close()
+    except (duckdb.Error, OSError) as exc:
+        refused = write_failure(path, exc)
+        if refused is None:
+            raise
+        raise refused from None
 
 
 def data_version(db: str | os.PathLike | None = None) -> tuple:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import duckdb
 
 from .errors import StoreError
+from .writes import transaction
 
 MIGRATIONS: list[tuple[str, str]] = [
     (
@@ -405,6 +406,15 @@ MIGRATIONS: list[tuple[str, str]] = [
         ALTER TABLE llm_calls ADD COLUMN batch_id VARCHAR;
         """,
     ),
+    (
+        "016_cut_off_answers_cached",
+        # An answer cut off at max_tokens is paid for like any other: it is cached with why it
+        # ended ('length'), so that a re-run does not buy it again unless asked (--retry-cut-off)
+        # or given a higher --max-tokens. NULL: an answer that ended on its own.
+        """
+        ALTER TABLE llm_cache ADD COLUMN finish_reason VARCHAR;
+        """,
+    ),
 ]
 
 
@@ -418,6 +428,12 @@ def applied(con: duckdb.DuckDBPyConnection) -> list[str]:
             " id INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)"
         )
         return []
+
+
+def pending(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The migrations a set-up store lacks, without writing anything (a read-only connection)."""
+    done = {r[0] for r in con.execute("SELECT name FROM schema_migrations").fetchall()}
+    return [name for name, _ in MIGRATIONS if name not in done]
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
@@ -434,13 +450,8 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
     pending = [(i, name, sql) for i, (name, sql) in enumerate(MIGRATIONS, start=1) if name not in done]
     if not pending:
         return []
-    con.execute("BEGIN")
-    try:
+    with transaction(con):
         for i, name, sql in pending:
             con.execute(sql)
             con.execute("INSERT INTO schema_migrations VALUES (?, ?, current_localtimestamp())", [i, name])
-        con.execute("COMMIT")
-    except Exception:
-        con.execute("ROLLBACK")
-        raise
     return [name for _, name, _ in pending]

@@ -26,6 +26,7 @@ from store.analysis import (
     analyses_of,
     cached_for_prompt,
     cached_responses,
+    cut_off_answers,
     classifications_of,
     correct_outputs,
     failures,
@@ -107,6 +108,9 @@ class Summary:
             notes.append(f"plus up to ${b.at_risk:.4f} for {b.at_risk_requests} unanswered request(s) the provider may have billed")
         if self.stats.cut_off:
             notes.append(f"{self.stats.cut_off} answer(s) cut off at --max-tokens")
+        if self.stats.usage_missing:
+            notes.append(f"{self.stats.usage_missing} answer(s) came without token usage from the provider, "
+                         "charged at their UTF-8 byte bound")
         return f" ({'; '.join(notes)})" if notes else ""
 
     def classify_line(self) -> str:
@@ -178,13 +182,15 @@ def analyze(
     batch: bool = False,
     resume: bool = False,
     poll_interval: float = 30.0,
+    retry_cut_off: bool = False,
     progress: bool = False,
     log: Callable[[str], None] = lambda msg: None,
 ) -> Summary:
     """`prices`: USD per million input and output tokens, for models litellm cannot price;
     `context_tokens`: the analyst's context window, for a model litellm does not know.
     `batch`: send through the provider's batch API; `resume`: collect the batches an earlier
-    run submitted (taxonomy/batch.py)."""
+    run submitted (taxonomy/batch.py). `retry_cut_off`: ask again the prompts whose answers an
+    earlier run got cut off at max_tokens."""
     started = time.perf_counter()
     tax = load_taxonomy(taxonomy_file)
     classifier = classifier or (OFFLINE if analyst == OFFLINE else analyst)
@@ -211,7 +217,7 @@ def analyze(
         _analyze(path, analyst, classifier, tax, prompt_version, summary, models, datasets, sample_ratio,
                  api_base=api_base, concurrency=concurrency, max_cost=max_cost, batch_size=batch_size,
                  timeout=timeout, backoff_s=backoff_s, max_tokens=max_tokens, context_tokens=context_tokens,
-                 progress=progress, log=log, batching=(batch, resume, poll_interval))
+                 retry_cut_off=retry_cut_off, progress=progress, log=log, batching=(batch, resume, poll_interval))
     summary.seconds = time.perf_counter() - started
     return summary
 
@@ -220,13 +226,14 @@ def _recover(path, log) -> int:
     stored, unreadable = recover(path)
     if stored or unreadable:
         log(f"stored {stored} answer(s) an earlier run had paid for but could not store"
-            + (f"; {unreadable} journal line(s) cut short by a crash were unreadable and skipped" if unreadable else ""))
+            + (f"; {unreadable} journal line(s) unreadable (cut short by a crash, or not of the journal's "
+               "shape) were skipped" if unreadable else ""))
     return stored
 
 
 def _analyze(path, analyst, classifier, tax, prompt_version, summary, models, datasets, sample_ratio, *,
-             api_base, concurrency, max_cost, batch_size, timeout, backoff_s, max_tokens, context_tokens, progress,
-             log, batching=(False, False, 30.0)) -> None:
+             api_base, concurrency, max_cost, batch_size, timeout, backoff_s, max_tokens, context_tokens, retry_cut_off,
+             progress, log, batching=(False, False, 30.0)) -> None:
     with write_session(path) as con:
         has_pending = bool(pending_batches(con))
         known_models, known_datasets = models_and_datasets(con)
@@ -299,7 +306,7 @@ def _analyze(path, analyst, classifier, tax, prompt_version, summary, models, da
             path, analyst, classifier, tax, groups, correct, title_of, classified, summary,
             api_base=api_base, concurrency=concurrency, max_cost=max_cost, batch_size=batch_size,
             timeout=timeout, backoff_s=backoff_s, max_tokens=max_tokens, context_tokens=context_tokens,
-            progress=progress, log=log, session=session,
+            retry_cut_off=retry_cut_off, progress=progress, log=log, session=session,
         ))
     else:
         _classify_offline_titles(path, tax, title_of, classified, summary, progress)
@@ -319,22 +326,24 @@ def _classify_offline_titles(path, tax: Taxonomy, title_of: dict, classified: di
 async def _run_llm(
     path, analyst: str, classifier: str, tax: Taxonomy, groups: dict[str, list[dict]], correct: dict,
     title_of: dict, classified: dict, summary: Summary, *, api_base, concurrency, max_cost, batch_size,
-    timeout, backoff_s, max_tokens, context_tokens, progress, log, session: BatchSession | None = None,
+    timeout, backoff_s, max_tokens, context_tokens, retry_cut_off, progress, log, session: BatchSession | None = None,
 ) -> None:
     clients: dict[str, LLMClient] = {}
 
-    def client_for(model: str, writer: Writer, cached: dict[str, str]) -> LLMClient:
+    def client_for(model: str, writer: Writer, cached: dict[str, str], cut_off: dict[str, int | None]) -> LLMClient:
         # one client per model, so both stages share its semaphore and statistics; one budget
         # for the run, so the limit holds for analyst and classifier together
         if model not in clients:
             clients[model] = LLMClient(
                 model, writer, api_base=api_base, concurrency=concurrency, timeout=timeout,
                 backoff_s=backoff_s, max_tokens=max_tokens, budget=summary.budget, cached=cached,
+                retry_cut_off=retry_cut_off,
             )
         client = clients[model]
         client.writer = writer
         client.batch = session
         client.cached.update(cached)
+        client.cut_off.update(cut_off)
         return client
 
     try:
@@ -371,7 +380,7 @@ async def _run_llm(
 async def _stage1(path, analyst, tax, groups, correct, title_of, summary, client_for, batch_size, progress, log, max_cost,
                   context_tokens=None) -> None:
     writer = Writer(path)
-    client = client_for(analyst, writer, {})
+    client = client_for(analyst, writer, {}, {})
     budget = context_budget(analyst, client.max_tokens, context_tokens)
     prepared = []
     for ph, members in groups.items():
@@ -386,9 +395,12 @@ async def _stage1(path, analyst, tax, groups, correct, title_of, summary, client
     keys = [client.key(ANALYSIS_PROMPT_VERSION, msgs, ANALYSIS_SCHEMA) for _, _, msgs, _ in prepared]
     with write_session(path) as con:
         cached = cached_responses(con, keys)
+        cut_off = cut_off_answers(con, analyst, ANALYSIS_PROMPT_VERSION)
     client.cached.update(cached)
+    client.cut_off.update(cut_off)
+    skipped = set() if client.retry_cut_off else set(cut_off)
 
-    to_send = [msgs for (_, _, msgs, _), k in zip(prepared, keys) if k not in cached]
+    to_send = [msgs for (_, _, msgs, _), k in zip(prepared, keys) if k not in cached and k not in skipped]
     estimates = [client.estimate_cost(m, "analysis") for m in to_send]
     if to_send and all(e is not None for e in estimates):
         n_batches = math.ceil(len(groups) / batch_size)
@@ -453,8 +465,9 @@ async def _stage3(path, classifier, tax, title_of, classified, summary, client_f
     with write_session(path) as con:
         cached = cached_for_prompt(con, classifier, CLASSIFY_PROMPT_VERSION)
         summaries = title_summaries(con, todo)
+        cut_off = cut_off_answers(con, classifier, CLASSIFY_PROMPT_VERSION)
     writer = Writer(path)
-    client = client_for(classifier, writer, cached)
+    client = client_for(classifier, writer, cached, cut_off)
     writer.start()
     bar = _bar(len(todo), "classifying", "title", progress)
     try:
@@ -479,6 +492,7 @@ def classify_titles(
     concurrency: int = 4,
     timeout: float = 120.0,
     max_tokens: int = DEFAULT_MAX_TOKENS,
+    retry_cut_off: bool = False,
     progress: bool = False,
     log: Callable[[str], None] = lambda msg: None,
 ) -> tuple[dict[str, str], Summary]:
@@ -493,19 +507,22 @@ def classify_titles(
         summary.seconds = time.perf_counter() - started
         return cats, summary
     path = writable_db_path(db)
-    path.parent.mkdir(parents=True, exist_ok=True)
     summary = Summary(classifier=classifier, selected=len(unique))
+    if not path.exists():
+        with write_session(path):  # the lock is keyed on the store file: create it first
+            pass
     with run_lock(path):
         summary.recovered = _recover(path, log)
         cats = _classify_titles_locked(path, unique, classifier, tax, summary, api_base=api_base, batch_size=batch_size,
-                                       concurrency=concurrency, timeout=timeout, max_tokens=max_tokens, progress=progress)
+                                       concurrency=concurrency, timeout=timeout, max_tokens=max_tokens,
+                                       retry_cut_off=retry_cut_off, progress=progress)
     summary.titles_classified = len(cats)
     summary.seconds = time.perf_counter() - started
     return cats, summary
 
 
 def _classify_titles_locked(path, unique, classifier, tax, summary, *, api_base, batch_size, concurrency, timeout,
-                            max_tokens, progress) -> dict[str, str]:
+                            max_tokens, retry_cut_off, progress) -> dict[str, str]:
     with write_session(path) as con:
         ensure_taxonomy(con, tax)
         known = classifications_of(con, tax.version, classifier)
@@ -518,8 +535,9 @@ def _classify_titles_locked(path, unique, classifier, tax, summary, *, api_base,
         writer = Writer(path)
         with write_session(path) as con:
             cached = cached_for_prompt(con, classifier, CLASSIFY_PROMPT_VERSION)
+            cut_off = cut_off_answers(con, classifier, CLASSIFY_PROMPT_VERSION)
         client = LLMClient(classifier, writer, api_base=api_base, concurrency=concurrency, timeout=timeout,
-                           max_tokens=max_tokens, cached=cached)
+                           max_tokens=max_tokens, cached=cached, cut_off=cut_off, retry_cut_off=retry_cut_off)
         writer.start()
         bar = _bar(len(todo), "classifying", "title", progress)
         try:

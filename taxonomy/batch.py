@@ -250,6 +250,7 @@ class BatchSession:
             client.stats.invalid_answers += 1
             if got.finish == "length":
                 client.stats.cut_off += 1
+                client.cut_off[key] = got.completion_tokens
                 raise InvalidAnswer(f"{client.model}: the answer for the {purpose} was cut off at --max-tokens {client.max_tokens}")
             if not self.submit:
                 return None  # an earlier batch's invalid answer: ask again live
@@ -454,6 +455,10 @@ class BatchSession:
             meta = sub.meta[key]
             if r.status == "ok":
                 cache.append((key, sub.model, meta["prompt_version"], r.text, r.prompt_tokens, r.completion_tokens))
+            elif r.status == "invalid" and r.finish == "length":
+                # paid for but cut off at max_tokens: kept as such, not bought again (as live answers)
+                cache.append((key, sub.model, meta["prompt_version"], r.text, r.prompt_tokens, r.completion_tokens,
+                              "length"))
             if r.status != "error" or r.prompt_tokens is not None:
                 billed += 1
             cost += r.cost or 0.0

@@ -12,6 +12,12 @@ fallback spend at least one byte per token. The bound is taken over the JSON of 
 of the response schema (providers count the schema as prompt), plus a margin for the chat template
 and the system prompt some providers add for structured output.
 
+A provider that sends no token usage with an answer (some local servers and proxies) is charged
+that same bound for the prompt and the answer's UTF-8 bytes for the completion (`usage_bound`):
+never 0, and never less than it can have billed for the text it returned. A tokenizer count
+(litellm's token_counter falls back to tiktoken for most models) could undercount another
+model's tokenizer and let a run pass --max-cost.
+
 Prices come from litellm's cost map, or from the user (`--price MODEL IN OUT`) for a model the map
 does not know; without a price there is no ceiling to enforce, so --max-cost is refused.
 """
@@ -99,6 +105,16 @@ def max_output_tokens(model: str, requested: int) -> int:
 def prompt_token_bound(messages: list[dict], schema: dict | None) -> int:
     blob = json.dumps(messages, ensure_ascii=False) + (json.dumps(schema, ensure_ascii=False) if schema else "")
     return len(blob.encode("utf-8")) + PROMPT_MARGIN_TOKENS
+
+
+def usage_bound(messages: list[dict], schema: dict | None, answer: str, finish: str | None,
+                max_tokens: int) -> tuple[int, int]:
+    """(prompt, completion) tokens to charge for an answer whose provider reported no usage: the
+    prompt's byte bound, and the answer's UTF-8 bytes (at least 1; all of max_tokens when it was
+    cut off there), never more than max_tokens. An upper bound of what the provider can bill for
+    the text it returned, so --max-cost holds."""
+    completion = max_tokens if finish == "length" else min(max(len(answer.encode("utf-8")), 1), max_tokens)
+    return prompt_token_bound(messages, schema), completion
 
 
 class Budget:

@@ -85,17 +85,22 @@ def load_taxonomy(path: str | Path | None = None) -> Taxonomy:
     if path is None:
         builtin = DATA_DIR / f"{BUILTIN_VERSION}.yaml"
         return _parse(yaml.safe_load(builtin.read_text(encoding="utf-8")), "builtin")
+    from ingest.errors import IngestError
+    from ingest.files import read_capped
+    from ingest.jsonio import parse_json
+
     p = Path(path)
+    if not p.exists():
+        raise TaxonomyError(f"{p}: taxonomy file not found")
     try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise TaxonomyError(f"{p}: taxonomy file not found") from None
-    except OSError as exc:
-        raise TaxonomyError(f"{p}: cannot read the taxonomy file: {exc.strerror}") from None
-    try:
-        data = json.loads(text) if p.suffix.lower() == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise TaxonomyError(f"{p}: not valid {'JSON' if p.suffix.lower() == '.json' else 'YAML'}: {exc}") from None
+        raw = read_capped(p)  # a regular file only, within the size cap
+        data = parse_json(raw, p) if p.suffix.lower() == ".json" else yaml.safe_load(raw.decode("utf-8"))
+    except IngestError as exc:
+        raise TaxonomyError(exc.message) from None
+    except (UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise TaxonomyError(f"{p}: not valid YAML: {exc}") from None
+    except RecursionError:
+        raise TaxonomyError(f"{p}: nested too deeply to read") from None
     tax = _parse(data, str(p))
     if tax.version == BUILTIN_VERSION and tax.categories != load_taxonomy().categories:
         raise TaxonomyError(

@@ -69,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--timeout", type=float, default=120.0, help="seconds before a request is retried (default 120)")
         p.add_argument("--max-tokens", type=_positive_int, default=DEFAULT_MAX_TOKENS,
                        help=f"most tokens an answer may take, reasoning included (default {DEFAULT_MAX_TOKENS})")
+        retry_option(p)
 
     a = sub.add_parser("analyze", help="analyse failures (stage 1) and classify their error titles (stage 3)")
     a.add_argument("--analyst", default=None,
@@ -107,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"the verifier's context window in tokens, for a model litellm does not know (default {DEFAULT_CONTEXT_TOKENS})")
     v.add_argument("--json", action="store_true", help="print the acceptance rate as JSON")
     batch_options(v)
+    retry_option(v)
 
     c = sub.add_parser("classify", help="classify error titles read from stdin; prints title<TAB>category")
     c.add_argument("--classifier", default=OFFLINE, help="'offline' (default) or a litellm model")
@@ -172,6 +174,11 @@ def _discover(args) -> int:
     return 0
 
 
+def retry_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--retry-cut-off", action="store_true",
+                   help="ask again the prompts whose answers an earlier run got cut off at --max-tokens "
+                        "(they are cached and not bought again otherwise; raise --max-tokens with it)")
+
 def batch_options(p: argparse.ArgumentParser) -> None:
     """The provider batch API flags, the same for every command that sends LLM requests."""
     p.add_argument("--batch", action="store_true",
@@ -191,7 +198,7 @@ def _verify(args, progress: bool) -> int:
         args.db, args.verifier, analyst=args.analyst, sample=args.sample, models=args.models, datasets=args.datasets,
         api_base=args.api_base, concurrency=args.concurrency, max_cost=args.max_cost, prices=_prices(args.price),
         timeout=args.timeout, max_tokens=args.max_tokens, context_tokens=args.context_tokens, batch=args.batch,
-        resume=args.resume, poll_interval=args.poll_interval, progress=progress,
+        resume=args.resume, poll_interval=args.poll_interval, retry_cut_off=args.retry_cut_off, progress=progress,
         log=lambda msg: print(msg, file=sys.stderr),
     )
     if args.json:
@@ -261,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
                 models=args.models, datasets=args.datasets, classifier=args.classifier,
                 taxonomy_file=args.taxonomy, batch_size=args.batch_size, timeout=args.timeout,
                 max_tokens=args.max_tokens, prices=_prices(args.price), context_tokens=args.context_tokens,
-                batch=args.batch, resume=args.resume, poll_interval=args.poll_interval,
+                batch=args.batch, resume=args.resume, poll_interval=args.poll_interval, retry_cut_off=args.retry_cut_off,
                 progress=progress, log=lambda msg: print(msg, file=sys.stderr),
             )
             print(summary.line())
@@ -275,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
         cats, summary = classify_titles(
             titles, args.classifier, db=args.db, api_base=args.api_base, taxonomy_file=args.taxonomy,
             batch_size=args.batch_size, concurrency=args.concurrency, timeout=args.timeout, progress=progress,
-            max_tokens=args.max_tokens, log=lambda msg: print(msg, file=sys.stderr),
+            max_tokens=args.max_tokens, retry_cut_off=args.retry_cut_off, log=lambda msg: print(msg, file=sys.stderr),
         )
         for t in titles:
             if t in cats:

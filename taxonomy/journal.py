@@ -14,19 +14,25 @@ and removed when a run ends with everything stored.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from datetime import datetime
 from pathlib import Path
 
-from store import write_session
+from ingest.errors import IngestError
+from ingest.files import open_regular
+from ingest.jsonio import try_parse
+from store import StoreError, write_session
 from store.analysis import Batch, save_recovered
 
 SUFFIX = ".llm-journal.jsonl"
 
 
 def journal_path(db: Path) -> Path:
-    return db.with_name(db.name + SUFFIX)
+    """Beside the store's real file: every symbolic link to one store finds the same journal."""
+    real = Path(os.path.realpath(db))
+    return real.with_name(real.name + SUFFIX)
 
 
 def _call_json(row: tuple) -> list:
@@ -48,11 +54,15 @@ class Journal:
         if not (batch.cache or batch.calls):
             return
         if self._fd is None:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            # non-blocking: a FIFO at the journal's name fails here (no reader) instead of hanging
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NONBLOCK, 0o644)
         line = json.dumps({"cache": batch.cache, "calls": [_call_json(c) for c in batch.calls]}, ensure_ascii=False)
         # one write per line: with O_APPEND it lands whole at the end, and once written it
         # survives the process being killed
-        os.write(self._fd, (line + "\n").encode("utf-8"))
+        data = (line + "\n").encode("utf-8")
+        if os.write(self._fd, data) < len(data):
+            # a disk that filled mid-line: the cut line is skipped on recovery, its answers are not kept
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path))
         self.pending_answers += len(batch.cache)
 
     def sync(self) -> None:
@@ -64,7 +74,10 @@ class Journal:
         uncommitted, so the file can start over."""
         self.pending_answers -= answers
         if everything and self._fd is not None:
-            os.ftruncate(self._fd, 0)
+            try:
+                os.ftruncate(self._fd, 0)
+            except OSError:
+                pass  # kept as it is: storing it again is harmless (see the module docstring)
 
     def remove(self) -> None:
         """Everything appended is in the store."""
@@ -75,28 +88,69 @@ class Journal:
         self.pending_answers = 0
 
     def close(self) -> None:
-        """Keep the file for the next run."""
+        """Keep the file for the next run (as far as the disk took it)."""
         if self._fd is not None:
-            os.fsync(self._fd)
+            try:
+                os.fsync(self._fd)
+            except OSError:
+                pass  # a full disk: what was written stays, a line cut short is skipped on recovery
             os.close(self._fd)
             self._fd = None
 
 
+_OPT_INT = (int, type(None))
+_OPT_STR = (str, type(None))
+_NUMBER = (int, float)
+# the types of a cache row (a seventh field, the finish reason, only for an answer cut off) and
+# of a call row, as `append` writes them
+_CACHE_FIELDS = (str, str, str, str, _OPT_INT, _OPT_INT, _OPT_STR)
+_CALL_FIELDS = (_OPT_STR, str, str, str, _OPT_INT, _OPT_STR, _OPT_INT, _OPT_INT, (*_NUMBER, type(None)),
+                _NUMBER, str)
+
+
+def _fits(row, fields: tuple, least: int) -> bool:
+    return (isinstance(row, list) and least <= len(row) <= len(fields)
+            and all(isinstance(v, t) and not isinstance(v, bool) for v, t in zip(row, fields)))
+
+
+def _parse_line(line: bytes) -> Batch | None:
+    """One journal line as a batch, or None when it is cut short or not of the shape `append`
+    writes (an edited or foreign file): storing it would fail every later run."""
+    item = try_parse(line)
+    if not isinstance(item, dict) or not isinstance(item.get("cache"), list) or not isinstance(item.get("calls"), list):
+        return None
+    if not all(_fits(r, _CACHE_FIELDS, 6) for r in item["cache"]):
+        return None
+    if not all(_fits(c, _CALL_FIELDS, len(_CALL_FIELDS)) for c in item["calls"]):
+        return None
+    try:
+        calls = [_call_row(c) for c in item["calls"]]
+    except ValueError:  # not an ISO time
+        return None
+    return Batch(cache=[tuple(r) for r in item["cache"]], calls=calls)
+
+
 def recover(db: Path) -> tuple[int, int]:
     """Store what an earlier run journaled but could not commit, then drop the journal.
-    Returns (answers stored, unreadable lines). A line cut short by a kill mid-write is skipped."""
+    Returns (answers stored, unreadable lines). A line cut short by a kill mid-write, or of a
+    shape the journal never writes, is skipped and counted."""
     path = journal_path(db)
     if not path.exists():
         return 0, 0
+    try:
+        handle = os.fdopen(open_regular(path), "rb")
+    except IngestError as exc:  # a FIFO or device at the journal's name would never end
+        raise StoreError(f"{exc.message}: Faultline keeps its journal of paid answers there; move it away") from None
     batch, unreadable = Batch(), 0
-    with open(path, encoding="utf-8") as fh:
+    with handle as fh:
         for line in fh:
-            try:
-                item = json.loads(line)
-                batch.cache += [tuple(r) for r in item["cache"]]
-                batch.calls += [_call_row(c) for c in item["calls"]]
-            except (ValueError, KeyError, TypeError, IndexError):
+            if not line.strip():
+                continue
+            parsed = _parse_line(line)
+            if parsed is None:
                 unreadable += 1
+            else:
+                batch.extend(parsed)
     stored = 0
     if batch:
         with write_session(db) as con:

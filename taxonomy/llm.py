@@ -1,16 +1,19 @@
 """The LLM call layer: one place where requests leave the process.
 
 - A DuckDB cache keyed by a hash of (model, prompt version, messages, schema): a re-run sends
-  nothing it already has. Only answers that validated are cached.
+  nothing it already has. Answers that validated are cached, and so are answers cut off at
+  max_tokens (marked `finish_reason = 'length'`), which a re-run does not buy again unless asked
+  (`retry_cut_off`); other invalid answers are asked again.
 - Every request actually sent becomes an `llm_calls` row (tokens, cost from litellm's price map,
-  latency, status), failed attempts included.
+  latency, status), failed attempts included. A provider that sends no usage is charged the most
+  the request and its answer can have cost (their UTF-8 bytes; see budget.py), never 0.
 - Concurrency is an asyncio semaphore; 429/5xx/timeouts are retried with exponential backoff,
   honouring Retry-After.
 - Every request carries `max_tokens`; with --max-cost it reserves its worst case first (budget.py).
 - Results are handed to one `Writer` task that commits each as soon as it arrives. Each is first
   appended to the run's journal (journal.py), so an answer that cannot be committed (the store
-  locked past the timeout, the process killed) is still paid for only once. When a commit fails,
-  no further request is sent.
+  locked past the timeout, the process killed) is still paid for only once. When a commit or a
+  journal write fails (a full disk), no further request is sent and the journal is kept.
 
 litellm is imported lazily: importing it costs seconds and, without LITELLM_LOCAL_MODEL_COST_MAP,
 tries the network.
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import errno
 import hashlib
 import json
 import os
@@ -34,7 +38,7 @@ import duckdb
 
 from store import FaultlineError, StoreError, write_session
 from store.analysis import Batch, now, save_batch
-from .budget import DEFAULT_MAX_TOKENS, Budget, max_output_tokens, price, prompt_token_bound
+from .budget import DEFAULT_MAX_TOKENS, Budget, max_output_tokens, price, prompt_token_bound, usage_bound
 from .journal import Journal
 
 EXPECTED_COMPLETION_TOKENS = {"analysis": 600, "classification": 1500, "discovery": 1500, "verification": 200}
@@ -52,6 +56,18 @@ class LLMUnavailable(FaultlineError):
 
 class InvalidAnswer(FaultlineError):
     """The model kept answering with something that is not the JSON asked for."""
+
+
+class JournalFailed(StoreError):
+    """The journal of paid answers could not be written (a full disk): no further request may
+    be sent, as its answer could be lost."""
+
+    def __init__(self, path: Path, exc: OSError):
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+            what = f"no space left on the device holding {path.parent} (writing {path.name})"
+        else:
+            what = f"{path}: cannot write the journal of paid answers ({exc.strerror or exc})"
+        super().__init__(what)
 
 
 def _litellm():
@@ -78,6 +94,8 @@ class Stats:
     invalid_answers: int = 0
     cache_hits: int = 0
     cut_off: int = 0
+    # answers whose provider sent no token usage: charged at their byte bound
+    usage_missing: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
@@ -96,6 +114,8 @@ class Writer:
         self._task: asyncio.Task | None = None
         self._closing = asyncio.Event()
         self.error: BaseException | None = None
+        self.received = 0  # answers put (paid for)
+        self.stored = 0  # answers committed
 
     def start(self) -> "Writer":
         self._task = asyncio.create_task(self._run())
@@ -104,12 +124,23 @@ class Writer:
     def put(self, batch: Batch) -> None:
         if not batch:
             return
-        self.journal.append(batch)
-        if self.error is None:
+        self.received += len(batch.cache)
+        try:
+            self.journal.append(batch)
+        except OSError as exc:
+            # a full disk: stop sending at once (clients check `error`); what was paid for still
+            # goes to the database, which may live on another disk
+            if self.error is None:
+                self.error = JournalFailed(self.journal.path, exc)
+        if self.error is None or isinstance(self.error, JournalFailed):
             self._queue.put_nowait(batch)
 
     def _save(self, batch: Batch) -> None:
-        self.journal.sync()
+        try:
+            self.journal.sync()
+        except OSError as exc:
+            if self.error is None:
+                self.error = JournalFailed(self.journal.path, exc)
         with write_session(self.db) as con:
             save_batch(con, batch)
 
@@ -136,9 +167,10 @@ class Writer:
                 try:
                     await asyncio.to_thread(self._save, merged)
                 except BaseException as exc:  # surfaced to the caller by close()
-                    self.error = exc
-                    await asyncio.to_thread(self.journal.sync)
+                    self.error = exc if self.error is None else self.error
+                    await asyncio.to_thread(self.journal.close)
                     return
+                self.stored += len(merged.cache)
                 self.journal.committed(len(merged.cache), self._queue.empty())
 
     async def close(self) -> None:
@@ -154,10 +186,15 @@ class Writer:
         if not isinstance(exc, (FaultlineError, duckdb.Error)):
             raise exc
         reason = exc.message if isinstance(exc, FaultlineError) else f"{self.db}: could not store results: {exc}"
-        raise StoreError(
-            f"{reason}. Stopped sending requests; {self.journal.pending_answers} answer(s) already paid for "
-            f"are kept in {self.journal.path} and the next run stores them before it sends anything"
-        ) from None
+        kept = max(self.journal.pending_answers, 0)
+        told = [f"{kept} answer(s) already paid for are kept in {self.journal.path} and the next run stores "
+                "them before it sends anything"]
+        if isinstance(exc, JournalFailed):
+            told.insert(0, f"{self.stored} answer(s) already paid for were stored in the database")
+        lost = self.received - self.stored - kept
+        if lost > 0:
+            told.append(f"{lost} answer(s) paid for could be saved nowhere and will be asked again")
+        raise StoreError(f"{reason}. Stopped sending requests; {'; '.join(told)}") from None
 
 
 async def gather_all(coros) -> None:
@@ -209,6 +246,8 @@ class LLMClient:
         max_tokens: int = DEFAULT_MAX_TOKENS,
         budget: Budget | None = None,
         cached: dict[str, str] | None = None,
+        cut_off: dict[str, int | None] | None = None,
+        retry_cut_off: bool = False,
     ):
         self.model = model
         self.writer = writer
@@ -219,6 +258,9 @@ class LLMClient:
         self.backoff_s = backoff_s
         self.budget = budget or Budget(None)
         self.cached = dict(cached or {})
+        # answers cut off at max_tokens in earlier runs: key → the completion tokens they took
+        self.cut_off = dict(cut_off or {})
+        self.retry_cut_off = retry_cut_off
         self.stats = Stats()
         # a batch.BatchSession: requests not in the cache go through the provider's batch API
         self.batch = None
@@ -271,14 +313,19 @@ class LLMClient:
     ) -> tuple[Any, str, tuple | None]:
         """The validated answer, its cache key and the cache row to commit with its results
         (None for a cache hit): the caller puts them to the writer at once (they reach the
-        journal there). Invalid answers are re-requested, never cached; an answer cut off at
-        max_tokens is not, as the same limit would cut it again."""
+        journal there). Invalid answers are re-requested, never cached. An answer cut off at
+        max_tokens is not asked again (the same limit would cut it again): it is cached as cut
+        off, and a re-run does not buy it again unless `retry_cut_off` (with a higher max_tokens)."""
         key = self.key(prompt_version, messages, schema)
         if key in self.cached:
             parsed = parse(self.cached[key])
             if parsed is not None:
                 self.stats.cache_hits += 1
                 return parsed, key, None
+        if key in self.cut_off and not self.retry_cut_off:
+            self.stats.cut_off += 1
+            raise InvalidAnswer(f"{self.model}: the answer for the {purpose} was cut off at --max-tokens "
+                                f"{self.max_tokens} in an earlier run (not bought again; --retry-cut-off asks again)")
         if self.batch is not None:
             got = await self.batch.request(self, key, messages, schema, prompt_version, purpose, parse)
             if got is not None:
@@ -293,15 +340,19 @@ class LLMClient:
                 self.writer.put(Batch(calls=[call]))
                 return parsed, key, (key, self.model, prompt_version, text, pt, ct)
             self.stats.invalid_answers += 1
-            self.writer.put(Batch(calls=[call]))
             if finish == "length":
                 self.stats.cut_off += 1
+                self.cut_off[key] = ct
+                self.writer.put(Batch(cache=[(key, self.model, prompt_version, text, pt, ct, "length")], calls=[call]))
                 raise InvalidAnswer(f"{self.model}: the answer for the {purpose} was cut off at --max-tokens {self.max_tokens}")
+            self.writer.put(Batch(calls=[call]))
         raise InvalidAnswer(f"{self.model}: {self.max_invalid} answers in a row were not valid JSON for the {purpose}")
 
     def _check_running(self) -> None:
         if self.stopped is not None:
             raise self.stopped
+        if isinstance(self.writer.error, JournalFailed):
+            raise StoreError(self.writer.error.message)
         if self.writer.error is not None:
             raise StoreError(f"{self.writer.db}: results cannot be stored; not sending more requests")
 
@@ -364,16 +415,24 @@ class LLMClient:
                 latency = (time.perf_counter() - started) * 1000
                 choice = resp.choices[0]
                 text = choice.message.content or ""
+                finish = getattr(choice, "finish_reason", None)
                 usage = getattr(resp, "usage", None)
                 pt = getattr(usage, "prompt_tokens", None)
                 ct = getattr(usage, "completion_tokens", None)
-                # litellm has already priced the response from its cost map (None when unmapped)
-                cost = (getattr(resp, "_hidden_params", None) or {}).get("response_cost") if self.priced else None
-                cost = float(cost) if cost is not None else None
+                if pt:
+                    # litellm has already priced the response from its cost map (None when unmapped)
+                    cost = (getattr(resp, "_hidden_params", None) or {}).get("response_cost") if self.priced else None
+                    cost = float(cost) if cost is not None else None
+                else:
+                    # no usage from the provider (litellm then reports 0 tokens, which no request
+                    # costs): charge the most this request and its answer can have been billed
+                    self.stats.usage_missing += 1
+                    pt, ct = usage_bound(messages, schema if self.use_schema else None, text, finish, self.max_tokens)
+                    cost = price(self.model, pt, ct) if self.priced else None
                 self.budget.settle(held, cost, billed_unknown=self.priced and cost is None,
                                    what=f"one {purpose} request to {self.model} ({pt} prompt + {ct} completion tokens)")
                 self.stats.requests += 1
                 self.stats.prompt_tokens += pt or 0
                 self.stats.completion_tokens += ct or 0
                 self.stats.cost_usd += cost or 0.0
-                return text, (pt, ct), cost, latency, getattr(choice, "finish_reason", None)
+                return text, (pt, ct), cost, latency, finish

@@ -30,6 +30,7 @@ from store.analysis import (
     Batch,
     cached_responses,
     correct_outputs,
+    cut_off_answers,
     failures,
     latest_analyses,
     models_and_datasets,
@@ -201,6 +202,7 @@ def verify(
     batch: bool = False,
     resume: bool = False,
     poll_interval: float = 30.0,
+    retry_cut_off: bool = False,
     progress: bool = False,
     log: Callable[[str], None] = lambda msg: None,
 ) -> VerifySummary:
@@ -261,7 +263,7 @@ def verify(
                 asyncio.run(_verify_all(path, verifier, analyst, pending, correct, summary, _bar, api_base=api_base,
                                         concurrency=concurrency, timeout=timeout, backoff_s=backoff_s,
                                         max_tokens=max_tokens, context_tokens=context_tokens, progress=progress,
-                                        log=log, max_cost=max_cost, session=session))
+                                        log=log, max_cost=max_cost, session=session, retry_cut_off=retry_cut_off))
             except BudgetExhausted:
                 pass
             if summary.budget.stopped is not None:
@@ -272,10 +274,10 @@ def verify(
 
 async def _verify_all(path, verifier, analyst, pending, correct, summary: VerifySummary, bar_of, *, api_base, concurrency,
                       timeout, backoff_s, max_tokens, context_tokens, progress, log, max_cost,
-                      session: BatchSession | None = None) -> None:
+                      session: BatchSession | None = None, retry_cut_off: bool = False) -> None:
     writer = Writer(path)
     client = LLMClient(verifier, writer, api_base=api_base, concurrency=concurrency, timeout=timeout, backoff_s=backoff_s,
-                       max_tokens=max_tokens, budget=summary.budget)
+                       max_tokens=max_tokens, budget=summary.budget, retry_cut_off=retry_cut_off)
     client.batch = session
     budget = context_budget(verifier, client.max_tokens, context_tokens)
     # identical prompts (the same failure text, analysed alike) are sent once
@@ -288,7 +290,10 @@ async def _verify_all(path, verifier, analyst, pending, correct, summary: Verify
         groups.setdefault(key, (msgs, []))[1].append((f, a))
     with write_session(path) as con:
         client.cached.update(cached_responses(con, list(groups)))
-    to_send = [msgs for key, (msgs, _) in groups.items() if key not in client.cached]
+        # answers an earlier run got cut off at max_tokens are not bought again (--retry-cut-off)
+        client.cut_off.update(cut_off_answers(con, verifier, VERIFY_PROMPT_VERSION))
+    skipped = set() if retry_cut_off else set(client.cut_off)
+    to_send = [msgs for key, (msgs, _) in groups.items() if key not in client.cached and key not in skipped]
     estimates = [client.estimate_cost(m, "verification") for m in to_send]
     if to_send and all(e is not None for e in estimates):
         summary.estimated_cost = sum(estimates)

@@ -19,6 +19,7 @@ on the first retrieve after `release_batches()`. `batch_lines` records every lin
 thinking does: capped at the request's max_tokens like a real provider, or not
 (`honour_max_tokens=False`, a provider that bills past it). `storm=RATE` answers that share of
 the requests with a fault drawn from 429, 500, a slow answer and truncated JSON (seeded).
+`send_usage=False` leaves `usage` out of every answer, as some local servers and proxies do.
 """
 
 from __future__ import annotations
@@ -153,7 +154,7 @@ class FakeLLMServer:
 
     def __init__(self, latency: float = 0.0, slow_seconds: float = 1.5, retry_after: str = "1",
                  completion_tokens: int | None = None, honour_max_tokens: bool = True, storm: float = 0.0,
-                 no_error=None):
+                 no_error=None, send_usage: bool = True):
         self.latency = latency
         self.slow_seconds = slow_seconds
         self.retry_after = retry_after
@@ -161,6 +162,7 @@ class FakeLLMServer:
         self.honour_max_tokens = honour_max_tokens
         self.storm = storm
         self.no_error = no_error  # failed output -> True: the analyst finds no error (ErrorMap's empty answer)
+        self.send_usage = send_usage
         self._storm_rng = random.Random(11)
         self.requests: list[dict] = []
         self.statuses: list[int] = []
@@ -247,6 +249,8 @@ class FakeLLMServer:
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                       "total_tokens": prompt_tokens + completion_tokens},
         }
+        if not self.send_usage:
+            del payload["usage"]
         return 200, {}, json.dumps(payload).encode(), delay
 
     # ------------------------------------------------------------ the batch API

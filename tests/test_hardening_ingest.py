@@ -94,7 +94,7 @@ def test_one_bad_input_stores_nothing_of_the_command(tmp_path, tmp_db):
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps(preds("m/bad", 1)[0]) + "\n{not json\n")
 
-    refused([good, bad, "--db", tmp_db], f"{bad}:2: invalid JSON")
+    refused([good, bad, "--db", tmp_db], f"{bad}:2:2: invalid JSON")
 
     assert runs_in(tmp_db) == [(str(before.resolve()), 3)]
 

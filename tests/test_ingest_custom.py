@@ -75,7 +75,7 @@ def test_default_threshold_is_07_of_scale(tmp_path, tmp_db):
 @pytest.mark.parametrize(
     "content, message",
     [
-        ('{"model": "m", "instance_id": 1, "output": "x", "correct": true}\n{"model": "m", "instance_id": 2, "output": "y", "correct": tru\n', r"bad\.jsonl:2: invalid JSON"),
+        ('{"model": "m", "instance_id": 1, "output": "x", "correct": true}\n{"model": "m", "instance_id": 2, "output": "y", "correct": tru\n', r"bad\.jsonl:2:\d+: invalid JSON"),
         ('{"model": "m", "instance_id": 1, "output": "x", "score": "high"}\n', r"bad\.jsonl:1: column 'score': 'high' is not a number"),
         ('{"model": "m", "instance_id": 1, "output": "x", "correct": "maybe"}\n', r"bad\.jsonl:1: column 'correct': 'maybe' is not true/false"),
         ('{"model": "m", "instance_id": 1, "output": ["x"], "correct": true}\n', r"bad\.jsonl:1: column 'output': expected text"),

@@ -245,7 +245,7 @@ def test_bad_sample_json_names_the_member(tmp_path, tmp_db):
     with zipfile.ZipFile(log, "w") as archive:
         archive.writestr("header.json", json.dumps(HEADER))
         archive.writestr("samples/1_epoch_1.json", '{"id": 1, "epoch": 1,\n "input": ')
-    with pytest.raises(IngestError, match=rf"{log}!samples/1_epoch_1.json:2:\d+: invalid JSON"):
+    with pytest.raises(IngestError, match=rf"{log}!samples/1_epoch_1.json:2:\d+: truncated JSON"):
         ingest_paths([log], db=tmp_db)
 
 

@@ -10,6 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from conftest import ROOT, q
+from ui.text import md
 
 
 def app(page: str | None = None) -> AppTest:
@@ -85,8 +86,9 @@ def test_missing_path_is_reported_and_nothing_starts(logs):
     at.text_input[0].input(str(logs / "logs" / "nowhere.jsonl"))
     button(at, "Load").click()
     at.run()
+    # shown as text: the typed path is the user's, and never Markdown
     assert [e.value for e in at.error] == [
-        f"{logs / 'logs' / 'nowhere.jsonl'}: no such file or folder under the allowed folders"]
+        md(f"{logs / 'logs' / 'nowhere.jsonl'}: no such file or folder under the allowed folders", 2000)]
     assert len(jobs.jobs()) == before and not (logs / "first.duckdb").exists()
 
 

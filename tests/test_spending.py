@@ -17,9 +17,9 @@ import time
 import pytest
 
 from conftest import ROOT, q
-from llm_server import FakeLLMServer, failed_output_of
+from llm_server import FakeLLMServer, analysis_answer, failed_output_of
 from seed_store import seed
-from store import write_session
+from store import StoreError, write_session
 from store.analysis import Batch, now, save_batch
 from taxonomy import analyze
 from taxonomy.budget import DEFAULT_MAX_TOKENS, PriceUnknown
@@ -120,9 +120,22 @@ def test_a_store_locked_past_the_timeout_stops_sending_and_nothing_paid_is_lost(
     assert not journal_path(tmp_db).exists() and not lock_path(tmp_db).exists()
 
 
-def test_a_second_analysis_of_the_same_store_is_refused(tmp_db):
+@pytest.mark.parametrize("name", ["same path", "symlink", "hard link", "hard link in another folder"])
+def test_a_second_analysis_of_the_same_store_is_refused(tmp_path, name):
+    """Whatever name the second run reaches the store by: the unfixed lock was named from the
+    path, and a link let both runs pay for every prompt."""
     n = 40
+    tmp_db = tmp_path / "a" / "faultline.duckdb"
+    tmp_db.parent.mkdir()
     seeded(tmp_db, n)
+    other = tmp_path / ("b" if name.endswith("folder") else "a") / "other-name.duckdb"
+    other.parent.mkdir(exist_ok=True)
+    if name == "same path":
+        other = tmp_db
+    elif name == "symlink":
+        other.symlink_to(tmp_db)
+    else:
+        os.link(tmp_db, other)
     with FakeLLMServer(latency=0.3) as srv:
         # the first analysis runs in this process, the second in another
         first: list = []
@@ -131,12 +144,12 @@ def test_a_second_analysis_of_the_same_store_is_refused(tmp_db):
         deadline = time.monotonic() + 60
         while srv.count("analysis") < 1 and time.monotonic() < deadline:
             time.sleep(0.01)
-        cmd, env = cli(tmp_db, srv.api_base, "--concurrency", "2")
+        cmd, env = cli(other, srv.api_base, "--concurrency", "2")
         second = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
         thread.join(timeout=120)
         assert first[0].analysed_now == n and thread.is_alive() is False
-        assert second.returncode == 2
-        assert f"another analysis is running on this store (pid {os.getpid()};" in second.stderr
+        assert second.returncode == 2, second.stderr
+        assert f"{other}: another analysis is running on this store (pid {os.getpid()};" in second.stderr
         assert "Traceback" not in second.stderr
         # every prompt sent once, every failure analysed once
         outputs = analysis_outputs(srv)
@@ -239,6 +252,162 @@ def test_an_answer_cut_off_at_max_tokens_is_not_asked_again(tmp_db):
     with FakeLLMServer() as srv:
         srv.queue("analysis", "cut_off")
         summary = analyze(tmp_db, UNPRICED, api_base=srv.api_base, concurrency=1)
-    assert srv.count("analysis") == 5
-    assert (summary.unanalysed, summary.analysed_now) == (1, 4)
-    assert "1 answer(s) cut off at --max-tokens" in summary.line()
+        assert srv.count("analysis") == 5
+        assert (summary.unanalysed, summary.analysed_now) == (1, 4)
+        assert "1 answer(s) cut off at --max-tokens" in summary.line()
+        cut = q(tmp_db, "SELECT cache_key, finish_reason FROM llm_cache WHERE finish_reason IS NOT NULL")
+        assert [r[1] for r in cut] == ["length"]
+
+        # the re-run does not buy the cut answer again: it is cached with its finish reason
+        again = analyze(tmp_db, UNPRICED, api_base=srv.api_base, concurrency=1)
+        assert srv.count("analysis") == 5
+        assert (again.unanalysed, again.analysed_now, again.stats.requests, again.stats.cut_off) == (1, 0, 0, 1)
+
+        # unless asked: the prompt is sent once more, and its new, complete answer replaces the cut one
+        cmd, env = cli(tmp_db, srv.api_base, "--retry-cut-off", "--max-tokens", "8000")
+        retried = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert retried.returncode == 0, retried.stderr
+        assert srv.count("analysis") == 6
+        assert srv.bodies("analysis")[-1]["max_tokens"] == 8000
+    assert q(tmp_db, "SELECT count(*) FROM llm_cache WHERE finish_reason = 'length'") == [(0,)]
+    assert q(tmp_db, "SELECT count(DISTINCT (run_id, instance_id)) FROM analyses") == [(5,)]
+
+
+# ---------------------------------------------------------------- issue 19: silent providers, full disks, links
+
+
+def test_a_provider_that_sends_no_usage_is_charged_its_byte_bound_and_max_cost_holds(tmp_db):
+    from taxonomy.budget import price, prompt_token_bound
+    from taxonomy.prompts import ANALYSIS_SCHEMA
+
+    n, limit = 60, 0.01
+    seeded(tmp_db, n)
+    with FakeLLMServer(send_usage=False) as srv:
+        summary = analyze(tmp_db, PRICED, api_base=srv.api_base, concurrency=1, max_cost=limit)
+    rows = q(tmp_db, "SELECT prompt_tokens, completion_tokens, cost_usd FROM llm_calls WHERE purpose = 'analysis' "
+                     "ORDER BY call_id")
+    bodies = srv.bodies("analysis")
+    # the unfixed client priced every answer at $0 and sent all 60 requests
+    assert 0 < len(rows) == len(bodies) < n
+    for (pt, ct, cost), body in zip(rows, bodies):
+        answer = json.dumps(analysis_answer(body))
+        assert pt == prompt_token_bound(body["messages"], ANALYSIS_SCHEMA)
+        assert ct == len(answer.encode("utf-8"))
+        assert cost == pytest.approx(price(PRICED, pt, ct)) and cost > 0
+        # never less than the provider could bill for this text at any tokenizer (>= 1 byte a token)
+        assert pt >= len(json.dumps(body["messages"], ensure_ascii=False).encode()) and ct >= len(answer) // 4
+    spent = sum(r[2] for r in rows)
+    assert spent <= limit
+    assert summary.stopped.startswith(f"stopped by --max-cost ${limit:.4f}: spent ${spent:.4f};")
+    assert f"{len(rows)} answer(s) came without token usage from the provider, charged at their UTF-8 byte bound" \
+        in summary.line()
+
+
+def test_a_journal_write_that_fails_stops_sending_at_once_and_keeps_the_journal(tmp_db):
+    """/dev/full answers every write with ENOSPC, as a full disk does: the journal is made a link to it."""
+    n, concurrency = 40, 4
+    seeded(tmp_db, n)
+    with FakeLLMServer(latency=0.5) as srv:
+        cmd, env = cli(tmp_db, srv.api_base, "--concurrency", str(concurrency))
+        proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # the journal is opened at the first answer: make it a full device while the first
+        # requests wait for their answers (a journal there at start is refused: it never ends)
+        deadline = time.monotonic() + 60
+        while srv.count("analysis") < 1 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        journal_path(tmp_db).symlink_to("/dev/full")
+        out, err = proc.communicate(timeout=120)
+        run = subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+        first = analysis_outputs(srv)
+        assert run.returncode == 2, run.stderr
+        assert "Traceback" not in run.stderr
+        assert (f"error: no space left on the device holding {tmp_db.parent} (writing {journal_path(tmp_db).name}). "
+                "Stopped sending requests;") in run.stderr
+        # the unfixed run went on sending all 40 requests and then deleted the journal
+        assert len(first) <= concurrency
+        assert journal_path(tmp_db).is_symlink()
+        stored = q(tmp_db, "SELECT count(*) FROM llm_cache")[0][0]
+        assert f"{stored} answer(s) already paid for were stored in the database" in run.stderr
+        assert stored == len(first)  # the database is on another disk: what was paid for is stored there
+
+        with pytest.raises(StoreError, match="a character device, not a regular file; refused: Faultline keeps its journal"):
+            analyze(tmp_db, UNPRICED, api_base=srv.api_base, concurrency=concurrency)
+        journal_path(tmp_db).unlink()
+        second = analyze(tmp_db, UNPRICED, api_base=srv.api_base, concurrency=concurrency)
+        resent = analysis_outputs(srv, len(first))
+        assert not set(resent) & set(first) and len(resent) == n - len(first)
+        assert second.analysed_now == n - len(first)
+
+
+def _can_mount_tmpfs(where) -> bool:
+    probe = subprocess.run(["unshare", "-r", "-m", "sh", "-c", f"mount -t tmpfs -o size=64k tmpfs {where}"],
+                           capture_output=True, timeout=30)
+    return probe.returncode == 0
+
+
+def test_a_disk_that_fills_during_a_run_stops_it_and_nothing_paid_is_bought_twice(tmp_path):
+    """A real tmpfs a little larger than the store (in a private mount namespace): the run fills it."""
+    n, concurrency = 60, 4
+    mnt, out = tmp_path / "mnt", tmp_path / "out"
+    mnt.mkdir()
+    out.mkdir()
+    if not _can_mount_tmpfs(mnt):
+        pytest.skip("cannot mount a tmpfs here (unshare -r -m: no user namespaces)")
+    db = tmp_path / "seed.duckdb"
+    seeded(db, n)
+    size_kb = db.stat().st_size // 1024 + 600
+    with FakeLLMServer(latency=0.1) as srv:
+        _, env = cli(db, srv.api_base)
+        store_in_tmpfs = mnt / "s.duckdb"
+        script = (f"mount -t tmpfs -o size={size_kb}k tmpfs {mnt} && cp {db} {store_in_tmpfs} && "
+                  f"{sys.executable} -m taxonomy analyze --db {store_in_tmpfs} --analyst {UNPRICED} "
+                  f"--api-base {srv.api_base} --concurrency {concurrency}; echo \"exit=$?\"; cp -a {mnt}/. {out}/")
+        run = subprocess.run(["unshare", "-r", "-m", "sh", "-c", script], env=env, cwd=ROOT, capture_output=True,
+                             text=True, timeout=300)
+        first = analysis_outputs(srv)
+        assert "exit=2" in run.stdout, (run.stdout, run.stderr)
+        assert "Traceback" not in run.stderr
+        assert f"error: no space left on the device holding {mnt}" in run.stderr, run.stderr
+        assert len(first) < n  # the unfixed run sent all 60 and deleted the journal
+        told = {what: int(count) for count, what in re.findall(
+            r"(\d+) answer\(s\) (?:already )?paid for (were stored|are kept|could be saved nowhere)", run.stderr)}
+        stored, kept, lost = told.get("were stored", 0), told.get("are kept", 0), told.get("could be saved nowhere", 0)
+        assert lost <= concurrency and stored + kept + lost == len(first), run.stderr
+        moved = out / "s.duckdb"  # the store and its journal, moved to a disk with room
+        assert (journal_path(moved).exists() or kept == 0)
+        assert q(moved, "SELECT count(*) FROM llm_cache")[0][0] == stored
+
+        second = analyze(moved, UNPRICED, api_base=srv.api_base, concurrency=concurrency)
+        resent = analysis_outputs(srv, len(first))
+        assert second.recovered == kept
+        # nothing stored or kept is bought again; only the answers the full disk lost are asked again
+        assert len(resent) == n - stored - kept and len(set(resent) & set(first)) == lost
+    assert q(moved, "SELECT count(DISTINCT (run_id, instance_id)) FROM analyses") == [(n,)]
+
+
+@pytest.mark.parametrize("line", [
+    '{"cache": [["k9", "m"]], "calls": []}',                      # a cache row cut to two fields
+    '{"cache": [], "calls": [[1, 2, 3]]}',                          # a call row of the wrong shape
+    '{"cache": [["k9", "m", "v", "text", "ten", 5]], "calls": []}',  # tokens that are not numbers
+    '{"calls": []}',                                                # no cache list
+    '[1, 2, 3]',                                                    # not an object
+    '{"cache": [], "calls": [["k", "m", "analysis", "ok", 200, null, 1, 1, null, 2.0, "yesterday"]]}',
+])
+def test_a_journal_line_of_the_wrong_shape_is_skipped_and_counted(tmp_db, line):
+    seeded(tmp_db, 2)
+    t = now()
+    good = Batch(cache=[("k1", UNPRICED, "stage1-v1", '{"a": 1}', 10, 5)],
+                 calls=[("k1", UNPRICED, "analysis", "ok", 200, None, 10, 5, None, 12.5, t)])
+    journal = Journal(tmp_db)
+    journal.append(good)
+    journal.close()
+    with open(journal_path(tmp_db), "a") as fh:
+        fh.write(line + "\n")
+    journal.append(good)  # a later line is still read
+    journal.close()
+    # the unfixed recovery stored the bad row and failed every later analysis until the file was deleted
+    assert recover(tmp_db) == (1, 1)
+    assert q(tmp_db, "SELECT cache_key FROM llm_cache") == [("k1",)]
+    assert not journal_path(tmp_db).exists()
+    with FakeLLMServer() as srv:
+        assert analyze(tmp_db, UNPRICED, api_base=srv.api_base).analysed_now == 2

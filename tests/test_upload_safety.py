@@ -4,6 +4,7 @@ app are read only under the configured roots, whatever exists elsewhere."""
 from __future__ import annotations
 
 import io
+import json
 import random
 import stat
 import zipfile
@@ -149,3 +150,78 @@ def test_app_load_panel_refuses_a_path_outside_the_roots(tmp_path, monkeypatch):
     errors = [e.value for e in at.error]
     assert len(errors) == 1 and "reads logs only under" in errors[0] and "root:" not in errors[0]
     assert len(jobs.jobs()) == before
+
+
+# ---------------------------------------------------------------- issue 19 (item 7) and issue 17 (item 4)
+
+
+def _zeros_zip(entries: int, size: int) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        zeros = b"\0" * size
+        for i in range(entries):
+            z.writestr(f"runs/v1/run{i}/instances.json", zeros)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("name", ["suite.zip", "log.eval"])
+def test_a_thousand_entries_of_a_mebibyte_of_zeros_are_refused_from_their_headers(tmp_path, monkeypatch, name):
+    data = _zeros_zip(1000, 1024 * 1024)  # 1,000 MiB in about 1 MB: under the 1 GiB total cap
+    opened = []
+    real_open = zipfile.ZipFile.open
+    monkeypatch.setattr(zipfile.ZipFile, "open", lambda self, *a, **k: opened.append(a) or real_open(self, *a, **k))
+    with pytest.raises(UploadRefused) as err:
+        save_uploads([(name, data)], tmp_path / "uploads", Limits.from_env())
+    assert f"{name}: entry 'runs/v1/run0/instances.json' expands more than 200× (a compression bomb?); refused" \
+        == err.value.message
+    # the unfixed check inflated all 1,000 MiB in the server to count them, and accepted them
+    assert opened == []
+    assert not (tmp_path / "uploads").exists()
+
+
+def test_many_small_entries_that_expand_too_much_together_are_refused(tmp_path):
+    # each 64 KiB entry passes alone; together 64 MiB from a few hundred KiB
+    data = _zeros_zip(1024, 64 * 1024)
+    with pytest.raises(UploadRefused, match=r"suite.zip: expands more than 200× as a whole \(64 MiB"):
+        save_uploads([("suite.zip", data)], tmp_path / "uploads", Limits.from_env())
+
+
+def test_an_entry_that_lies_about_its_size_is_stopped_while_unpacking(tmp_path):
+    data = bytearray(_zip([("runs/v1/r/instances.json", bytes(random.Random(1).choices(b"ab", k=300_000)))]))
+    # forge the declared size (local and central headers) down to 100 bytes
+    for sig, offset in ((b"PK\x03\x04", 22), (b"PK\x01\x02", 24)):
+        at = data.find(sig) + offset
+        data[at:at + 4] = (100).to_bytes(4, "little")
+    with pytest.raises(UploadRefused) as err:
+        save_uploads([("suite.zip", bytes(data))], tmp_path / "uploads", SMALL)
+    assert err.value.message.startswith("suite.zip: ")
+    assert not any((tmp_path / "uploads").rglob("*.json"))
+
+
+def test_a_zip_of_a_folder_of_logs_is_unpacked_into_its_own_folder(tmp_path):
+    rows = [{"model": "m", "instance_id": str(i), "output": "x", "correct": i % 2 == 0} for i in range(4)]
+    suite = _zip([("logs/", b""), ("logs/a/preds.jsonl", "".join(json.dumps(r) + "\n" for r in rows).encode()),
+                  ("logs/empty.txt", b"")])
+    first, second = (save_uploads([("my suite.zip", suite)], tmp_path / "uploads", SMALL)[0] for _ in range(2))
+    assert first != second and first.name == "my suite" and first.parent.parent == tmp_path / "uploads"
+    assert sorted(p.relative_to(first).as_posix() for p in first.rglob("*") if p.is_file()) == [
+        "logs/a/preds.jsonl", "logs/empty.txt"]
+    assert (first / "logs" / "empty.txt").read_bytes() == b""
+
+
+def test_an_upload_name_too_long_for_a_file_system_is_refused(tmp_path):
+    name = "x" * 296 + ".jsonl"
+    with pytest.raises(UploadRefused) as err:
+        save_uploads([(name, GOOD)], tmp_path / "uploads", SMALL)
+    assert err.value.message == (f"{'x' * 40}…: a file name of 302 bytes, longer than the 255 a file system takes; "
+                                 "rename it and upload again")
+    assert not (tmp_path / "uploads").exists()
+
+
+@pytest.mark.parametrize("typed, why", [("logs/a\x00b.jsonl", "it holds a NUL byte"),
+                                        ("d" * 300 + "/x.jsonl", "File name too long")])
+def test_a_typed_path_with_a_nul_byte_or_a_name_too_long_is_refused(tmp_path, typed, why):
+    # the unfixed check let Python's ValueError / OSError end the page in a traceback
+    with pytest.raises(UploadRefused) as err:
+        allowed_path(typed, [tmp_path.resolve()])
+    assert "not a usable path" in err.value.message and why in err.value.message

@@ -1,5 +1,6 @@
 """Shared Streamlit helpers: cached data access, URL-bound filters, charts, the share link."""
 
+from . import preload  # noqa: F401  (first: the heavy libraries, once, before any page needs them)
 from .data import (active_db, is_demo, load, no_analyses, offline_caveat, public_message, read_only, report_html,
                    require_data)
 from .filters import Filters, analyst_picker, sidebar_filters

@@ -5,10 +5,15 @@ connection that lingers for READ_LINGER_S after its last query (store/db.py), so
 one page share it, and lets go at once when a CLI announces that it wants to write. The cache key
 includes `store.data_version`, which changes whenever a writer commits, so new data shows up on
 the next rerun without clearing anything.
+
+Every query function runs in a worker thread with a deadline (FAULTLINE_QUERY_TIMEOUT, 60 s):
+past it the query is interrupted (DuckDB's `interrupt`) and the page shows an error at once, so
+no session waits on one slow view; Python work left running finishes in the background.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import importlib
 import os
 from pathlib import Path
@@ -23,13 +28,43 @@ from .text import md
 
 
 READ_LINGER_S = 1.0
+QUERY_TIMEOUT_ENV = "FAULTLINE_QUERY_TIMEOUT"
+_WORKERS = concurrent.futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="faultline-query")
+
+
+def query_timeout() -> float:
+    try:
+        return max(float(os.environ.get(QUERY_TIMEOUT_ENV, "60")), 0.1)
+    except ValueError:
+        return 60.0
+
+
+def run_bounded(db: str | Path, fn: Callable, **kwargs) -> Any:
+    """`fn(con, **kwargs)` on a read connection, given at most `query_timeout()` seconds."""
+    upgrade = not read_only()  # an older store is upgraded, unless this app may not write
+    opened: list = []
+
+    def work() -> Any:
+        with store.read_connection(db, linger=READ_LINGER_S, upgrade=upgrade) as con:
+            opened.append(con)
+            return fn(con, **kwargs)
+
+    future = _WORKERS.submit(work)
+    timeout = query_timeout()
+    try:
+        return future.result(timeout=timeout)
+    except concurrent.futures.TimeoutError:
+        future.cancel()  # still queued behind other sessions' queries: never started
+        for con in opened:
+            con.interrupt()
+        raise store.StoreError(
+            f"this view took longer than {timeout:g} s to compute and was stopped; narrow the filters, "
+            f"or raise {QUERY_TIMEOUT_ENV}") from None
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
 def _cached(module: str, name: str, db: str, version: tuple, kwargs: dict) -> Any:
-    fn = getattr(importlib.import_module(module), name)
-    with store.read_connection(db, linger=READ_LINGER_S) as con:
-        return fn(con, **kwargs)
+    return run_bounded(db, getattr(importlib.import_module(module), name), **kwargs)
 
 
 @st.cache_resource(show_spinner="Building the demo store (made-up DEMO logs, analysed offline)…")
@@ -41,8 +76,10 @@ def _demo_store(fingerprint: str) -> Path:
 
 def active_db() -> Path:
     """The store pages read: the configured one once it exists, else the DEMO store (built on
-    first use from data/demo), so a first start shows every page working. A store at a URL is
-    read from its verified local copy; when there is none to be had the page says why and stops."""
+    first use from data/demo), so a first start shows every page working. Read-only, nothing is
+    built: the demo store is shown when it exists, else `require_data` says there is no store. A
+    store at a URL is read from its verified local copy; when there is none to be had the page
+    says why and stops."""
     try:
         db = store.resolve_db_path()
     except store.FaultlineError as exc:
@@ -50,9 +87,18 @@ def active_db() -> Path:
         st.stop()
     if db.exists() or store.is_remote_db():
         return db
-    from ingest.demo import fingerprint
+    from ingest.demo import DEMO_DB, fingerprint
 
-    return _demo_store(fingerprint())
+    if read_only():
+        return DEMO_DB
+    try:
+        return _demo_store(fingerprint())
+    except (OSError, store.FaultlineError) as exc:
+        # e.g. data/ cannot be written: say so, without a traceback
+        why = exc.message if isinstance(exc, store.FaultlineError) else f"{exc.strerror or exc}"
+        st.error(public_message(f"{db} does not exist, and the demo store could not be built: {why}. "
+                                "Load logs with `python -m ingest PATH`, or set FAULTLINE_DB."))
+        st.stop()
 
 
 def is_demo() -> bool:
@@ -122,6 +168,11 @@ def require_data() -> None:
 
     db = store.resolve_db_path() if not store.is_remote_db() else active_db()
     if is_demo():
+        if not active_db().exists():  # read-only: no demo is built here
+            st.info(f"**There is no store to show.** {public_message(str(db))} does not exist, and this "
+                    "dashboard is read-only: it builds and loads nothing. Whoever runs it loads logs with "
+                    "`python -m ingest PATH`.")
+            st.stop()
         _demo_banner()
         return
     if store.is_remote_db():
@@ -200,8 +251,8 @@ def report_html(filters) -> Callable[[], str]:
     def build() -> str:
         from stats.report import build_report
 
-        with store.read_connection(active_db()) as con:
-            html, _ = build_report(con, filters.models, filters.datasets, filters.domains)
+        html, _ = run_bounded(active_db(), build_report, models=filters.models, datasets=filters.datasets,
+                              domains=filters.domains)
         return html
 
     return build

@@ -43,6 +43,16 @@ class Job:
         lines = [ln.rsplit("\r", 1)[-1].strip() for ln in text.splitlines()]
         return next((ln for ln in reversed(lines) if ln), "")
 
+    def problem(self) -> str:
+        """Why a failed job failed: the command's own `error:` line (the file and what is wrong
+        with it), else its last line."""
+        try:
+            text = self.log.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+        errors = [ln.strip() for ln in text.splitlines() if ln.startswith("error: ")]
+        return errors[-1].removeprefix("error: ") if errors else self.last_line()
+
 
 @st.cache_resource
 def _registry() -> list[Job]:
@@ -51,6 +61,10 @@ def _registry() -> list[Job]:
 
 def start(label: str, args: list[str], db: Path) -> Job:
     """Run `python -m <args>` against `db`, output to a log file beside the database."""
+    from .data import read_only
+
+    if read_only():  # no control starts a job there; nothing may write a log either
+        raise RuntimeError("a read-only app starts no jobs")
     logs = db.parent / "jobs"
     logs.mkdir(parents=True, exist_ok=True)
     # unique even for two sessions starting a job in the same second

@@ -1,7 +1,10 @@
 """Loading logs and analysing failures from the app: first-run setup and the Data page.
 
 Hidden in read-only mode (public links): there the app only reads. Paths typed here are read
-only under the configured data roots, uploads only after every safety check passed.
+only under the configured data roots — every file the load reads, symbolic links followed
+(`python -m ingest --only-under`) — uploads only after every safety check passed. What the
+inputs hold stays after a submit; the latest job's outcome is one box (its error, in red, when it
+failed), earlier jobs are folded away.
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ import store
 from ingest import FORMATS
 
 from . import jobs
-from .data import read_only
+from .data import public_message, read_only
+from .text import md
 from .uploads import UPLOAD_TYPES, UploadRefused, allowed_path, data_roots, save_uploads
 
 
@@ -29,7 +33,7 @@ def loader(expanded: bool = False, label: str = "Load logs and analyse failures"
     db = store.resolve_db_path()
     roots = data_roots(_upload_root(db))
     with st.expander(label, expanded=expanded):
-        with st.form("load_logs", clear_on_submit=True):
+        with st.form("load_logs", clear_on_submit=False):
             path = st.text_input(
                 "Path on this machine",
                 placeholder="benchmark_output/runs/my-suite, an lm-eval folder, a .eval log, preds.jsonl",
@@ -37,7 +41,8 @@ def loader(expanded: bool = False, label: str = "Load logs and analyse failures"
                      + ", ".join(str(r) for r in roots) + " (FAULTLINE_DATA_ROOTS).",
             )
             uploads = st.file_uploader(
-                "…or upload files (JSONL/CSV predictions, lm-eval samples, Inspect logs)",
+                "…or upload files (JSONL/CSV predictions, lm-eval samples, Inspect logs, a HELM suite "
+                "or a folder of logs as .zip)",
                 type=UPLOAD_TYPES, accept_multiple_files=True,
             )
             fmt = st.selectbox("Format", FORMATS, help="auto recognises each path by what it looks like")
@@ -71,21 +76,36 @@ def _start_ingest(path: str, uploads: list, fmt: str, db: Path, roots: list[Path
         paths = [allowed_path(p.strip(), roots) for p in path.split(";") if p.strip()]
         paths += save_uploads([(u.name, u.getvalue()) for u in uploads], _upload_root(db))
     except UploadRefused as exc:
-        st.error(exc.message)
+        st.error(md(exc.message, 2000), icon=":material/block:")
         return
     if not paths:
         st.warning("Give a path or upload a file first.")
         return
     label = "load " + ", ".join(p.name for p in paths)
-    jobs.start(label, ["ingest", *map(str, paths), "--format", fmt], db)
+    # the job reads nothing outside the roots, whatever links the folders hold
+    confined = [arg for root in roots for arg in ("--only-under", str(root))]
+    jobs.start(label, ["ingest", *map(str, paths), "--format", fmt, *confined], db)
 
 
 @st.fragment(run_every=2)
 def _job_status() -> None:
-    for job in reversed(jobs.jobs()):
-        line = job.last_line()
-        st.text(f"{job.label} — {job.state}" + (f": {line}" if line else ""))
-    if jobs.jobs() and not jobs.running() and st.session_state.get("_jobs_seen") != len(jobs.jobs()):
+    started = jobs.jobs()
+    if started:
+        job = started[-1]
+        say = f"{job.label} — {job.state}"
+        if job.returncode is None:
+            st.info(md(say + (f": {job.last_line()}" if job.last_line() else ""), 2000),
+                    icon=":material/hourglass_top:")
+        elif job.returncode == 0:
+            st.success(md(f"{say}: {job.last_line()}", 2000), icon=":material/check_circle:")
+        else:
+            st.error(md(f"{say}: {public_message(job.problem())}", 2000), icon=":material/error:")
+        if len(started) > 1:
+            with st.expander(f"Earlier jobs ({len(started) - 1})"):
+                for earlier in reversed(started[:-1]):
+                    said = earlier.problem() if earlier.returncode else earlier.last_line()
+                    st.text(f"{earlier.label} — {earlier.state}: {public_message(said)}")
+    if started and not jobs.running() and st.session_state.get("_jobs_seen") != len(started):
         # a job just finished: rerun the whole page so it shows the new data
         st.session_state["_jobs_seen"] = len(jobs.jobs())
         st.rerun()

@@ -3,17 +3,22 @@ paths on the server limited to configured roots.
 
 Every check runs on the uploaded bytes in memory first; only when all files pass are they written,
 each upload into a folder of its own, so a refused upload leaves nothing behind and two uploads
-(same file name, same second, other sessions) never share a folder.
+(same file name, same second, other sessions) never share a folder. A `.zip` (a HELM suite, a
+folder of logs) is unpacked there, entry by entry, under the same caps; an archive whose headers
+promise more than the caps allow (in all, per entry, or by how much it expands) is refused from
+its headers, before a byte is inflated.
 """
 
 from __future__ import annotations
 
 import io
 import os
+import shutil
 import stat
 import tempfile
 import time
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
@@ -21,9 +26,14 @@ from store import FaultlineError
 
 PROJECT_DATA = Path(__file__).resolve().parent.parent / "data"
 TEXT_TYPES = {".jsonl", ".ndjson", ".csv", ".tsv", ".json"}
-ARCHIVE_TYPES = {".eval"}
+# .eval: an Inspect log, kept whole; .zip: a folder of logs (a HELM suite), unpacked
+ARCHIVE_TYPES = {".eval", ".zip"}
 UPLOAD_TYPES = sorted(t.lstrip(".") for t in TEXT_TYPES | ARCHIVE_TYPES)
 MIB = 1024 * 1024
+NAME_BYTES = 255  # the longest file name most file systems take
+MAX_ENTRIES = 100_000
+# below this an entry may compress as well as it likes (a small JSON file of repeated keys)
+SMALL_ENTRY = 64 * 1024
 
 
 def _limit(env: str, default_mib: int) -> int:
@@ -59,6 +69,9 @@ def _safe_name(name: str) -> str:
         raise UploadRefused(f"{name!r}: not a usable file name")
     if PurePosixPath(name).name != name or PureWindowsPath(name).name != name:
         raise UploadRefused(f"{name!r}: a file name may not contain a folder or drive")
+    if len(name.encode("utf-8")) > NAME_BYTES:
+        raise UploadRefused(f"{name[:40]}…: a file name of {len(name.encode('utf-8'))} bytes, longer than the "
+                            f"{NAME_BYTES} a file system takes; rename it and upload again")
     suffix = Path(name).suffix.lower()
     if suffix not in TEXT_TYPES | ARCHIVE_TYPES:
         raise UploadRefused(f"{name}: not a log type Faultline reads ({', '.join(UPLOAD_TYPES)})")
@@ -81,36 +94,106 @@ def _check_text(name: str, data: bytes, limits: Limits) -> None:
         start = end + 1
 
 
-def _check_archive(name: str, data: bytes, limits: Limits) -> None:
-    try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
-    except zipfile.BadZipFile:
-        raise UploadRefused(f"{name}: not a readable .eval archive (zip)") from None
-    with archive:
-        total = 0
-        for info in archive.infolist():
-            entry = info.filename
-            parts = PurePosixPath(entry.replace("\\", "/")).parts
-            if entry.startswith(("/", "\\")) or PureWindowsPath(entry).drive or ".." in parts:
-                raise UploadRefused(f"{name}: entry {entry!r} points outside the archive; refused")
-            if stat.S_ISLNK(info.external_attr >> 16):
-                raise UploadRefused(f"{name}: entry {entry!r} is a symbolic link; refused")
-            if info.is_dir():
-                continue
-            # the sizes in the header can lie: count what really comes out, and stop early
-            written = 0
-            with archive.open(info) as stream:
-                while chunk := stream.read(MIB):
-                    written += len(chunk)
-                    total += len(chunk)
-                    if total > limits.unpacked_bytes:
-                        raise UploadRefused(
-                            f"{name}: unpacks to more than {limits.unpacked_bytes // MIB} MiB "
+def _entries(name: str, archive: zipfile.ZipFile, size: int, limits: Limits) -> list[zipfile.ZipInfo]:
+    """The archive's file entries, every one checked from its header before anything is inflated:
+    no path out of the archive, no link, no name a file system refuses, and sizes within the caps
+    — in all, and by how much each entry and the whole expand."""
+    infos = archive.infolist()
+    if len(infos) > MAX_ENTRIES:
+        raise UploadRefused(f"{name}: {len(infos):,} entries, more than {MAX_ENTRIES:,}; refused")
+    files, declared = [], 0
+    for info in infos:
+        entry = info.filename
+        parts = PurePosixPath(entry.replace("\\", "/")).parts
+        if entry.startswith(("/", "\\")) or PureWindowsPath(entry).drive or ".." in parts:
+            raise UploadRefused(f"{name}: entry {entry!r} points outside the archive; refused")
+        if stat.S_ISLNK(info.external_attr >> 16):
+            raise UploadRefused(f"{name}: entry {entry!r} is a symbolic link; refused")
+        if "\x00" in entry or any(len(p.encode("utf-8")) > NAME_BYTES for p in parts):
+            raise UploadRefused(f"{name}: entry {entry[:60]!r}… has a name no file system takes; refused")
+        if info.is_dir():
+            continue
+        if info.file_size > SMALL_ENTRY and info.file_size > limits.max_ratio * max(info.compress_size, 1):
+            raise UploadRefused(f"{name}: entry {entry!r} expands more than {limits.max_ratio}× "
+                                "(a compression bomb?); refused")
+        declared += info.file_size
+        files.append(info)
+    if declared > limits.unpacked_bytes:
+        raise UploadRefused(f"{name}: unpacks to more than {limits.unpacked_bytes // MIB} MiB "
                             "(FAULTLINE_MAX_UNPACKED_MB); refused")
-                    if written > MIB and written > limits.max_ratio * max(info.compress_size, 1):
-                        raise UploadRefused(
-                            f"{name}: entry {entry!r} expands more than {limits.max_ratio}× "
-                            "(a compression bomb?); refused")
+    if declared > MIB and declared > limits.max_ratio * size:
+        raise UploadRefused(f"{name}: expands more than {limits.max_ratio}× as a whole ({declared // MIB:,} MiB "
+                            "from a few entries that each look small: a compression bomb?); refused")
+    return files
+
+
+def _inflate(name: str, archive: zipfile.ZipFile, infos: list[zipfile.ZipInfo], limits: Limits,
+             sink=None) -> None:
+    """Read every entry, counting what really comes out (headers can lie) and stopping at the
+    caps; `sink(info, chunk)` receives the bytes (None: only checked)."""
+    total = 0
+    for info in infos:
+        written = 0
+        with archive.open(info) as stream:
+            while chunk := stream.read(MIB):
+                written += len(chunk)
+                total += len(chunk)
+                if total > limits.unpacked_bytes:
+                    raise UploadRefused(
+                        f"{name}: unpacks to more than {limits.unpacked_bytes // MIB} MiB "
+                        "(FAULTLINE_MAX_UNPACKED_MB); refused")
+                if written > max(info.file_size, SMALL_ENTRY) or (
+                        written > SMALL_ENTRY and written > limits.max_ratio * max(info.compress_size, 1)):
+                    raise UploadRefused(
+                        f"{name}: entry {info.filename!r} expands more than {limits.max_ratio}× "
+                        "(a compression bomb?); refused")
+                if sink is not None:
+                    sink(info, chunk)
+
+
+def _open_archive(name: str, data: bytes) -> zipfile.ZipFile:
+    try:
+        return zipfile.ZipFile(io.BytesIO(data))
+    except zipfile.BadZipFile:
+        raise UploadRefused(f"{name}: not a readable {Path(name).suffix.lower()} archive (zip)") from None
+
+
+def _check_archive(name: str, data: bytes, limits: Limits) -> None:
+    with _open_archive(name, data) as archive:
+        try:
+            _inflate(name, archive, _entries(name, archive, len(data), limits), limits)
+        except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
+            raise UploadRefused(f"{name}: corrupt archive ({exc}); refused") from None
+
+
+def _unpack(name: str, data: bytes, folder: Path, limits: Limits) -> Path:
+    """Unpack a .zip into `folder`/<its name without .zip>/ under the caps; returns that folder."""
+    target = folder / (Path(name).stem or "archive")
+    target.mkdir()
+    handles: dict[str, object] = {}
+
+    def sink(info: zipfile.ZipInfo, chunk: bytes) -> None:
+        out = handles.get(info.filename)
+        if out is None:
+            path = target.joinpath(*PurePosixPath(info.filename.replace("\\", "/")).parts)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            out = handles[info.filename] = open(path, "xb")
+        out.write(chunk)
+
+    with _open_archive(name, data) as archive:
+        try:
+            infos = _entries(name, archive, len(data), limits)
+            # an empty entry gives no chunk: make its file too
+            for info in infos:
+                if info.file_size == 0:
+                    sink(info, b"")
+            _inflate(name, archive, infos, limits, sink)
+        except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
+            raise UploadRefused(f"{name}: corrupt archive ({exc}); refused") from None
+        finally:
+            for out in handles.values():
+                out.close()
+    return target
 
 
 def check_upload(name: str, data: bytes, limits: Limits | None = None) -> str:
@@ -120,8 +203,11 @@ def check_upload(name: str, data: bytes, limits: Limits | None = None) -> str:
     if len(data) > limits.file_bytes:
         raise UploadRefused(f"{name}: larger than {limits.file_bytes // MIB} MiB "
                             "(FAULTLINE_MAX_UPLOAD_MB); refused")
-    if Path(name).suffix.lower() in ARCHIVE_TYPES:
+    if Path(name).suffix.lower() == ".eval":
         _check_archive(name, data, limits)
+    elif Path(name).suffix.lower() == ".zip":
+        with _open_archive(name, data) as archive:  # the headers now; the bytes as they are unpacked
+            _entries(name, archive, len(data), limits)
     else:
         _check_text(name, data, limits)
     return name
@@ -129,24 +215,38 @@ def check_upload(name: str, data: bytes, limits: Limits | None = None) -> str:
 
 def save_uploads(files: list[tuple[str, bytes]], upload_root: Path,
                  limits: Limits | None = None) -> list[Path]:
-    """Check every (name, bytes), then write them all into a new folder of their own.
+    """Check every (name, bytes), then write them all into a new folder of their own (a .zip
+    unpacked into a folder there). Returns what to ingest: the files, and the unpacked folders.
 
     Raises UploadRefused (nothing written) when any file fails a check.
     """
+    limits = limits or Limits.from_env()
     checked = [(check_upload(name, data, limits), data) for name, data in files]
     if not checked:
         return []
-    upload_root.mkdir(parents=True, exist_ok=True)
-    folder = Path(tempfile.mkdtemp(prefix=time.strftime("%Y%m%d-%H%M%S-"), dir=upload_root))
+    try:
+        upload_root.mkdir(parents=True, exist_ok=True)
+        folder = Path(tempfile.mkdtemp(prefix=time.strftime("%Y%m%d-%H%M%S-"), dir=upload_root))
+    except OSError as exc:
+        raise UploadRefused(f"{upload_root.name}: cannot store uploads here ({exc.strerror or exc})") from None
     written, used = [], set()
-    for i, (name, data) in enumerate(checked):
-        # two files with one name in the same upload each keep their bytes
-        target = folder / name if name not in used else folder / str(i) / name
-        used.add(name)
-        target.parent.mkdir(exist_ok=True)
-        with open(target, "xb") as out:
-            out.write(data)
-        written.append(target)
+    try:
+        for i, (name, data) in enumerate(checked):
+            # two files with one name in the same upload each keep their bytes
+            place = folder if name not in used else folder / str(i)
+            used.add(name)
+            place.mkdir(exist_ok=True)
+            if Path(name).suffix.lower() == ".zip":
+                written.append(_unpack(name, data, place, limits))
+                continue
+            with open(place / name, "xb") as out:
+                out.write(data)
+            written.append(place / name)
+    except BaseException as exc:
+        shutil.rmtree(folder, ignore_errors=True)  # a refused or failed upload leaves nothing behind
+        if isinstance(exc, OSError):
+            raise UploadRefused(f"cannot store the upload ({exc.strerror or exc}); nothing was kept") from None
+        raise
     return written
 
 
@@ -164,13 +264,20 @@ def allowed_path(text: str, roots: list[Path]) -> Path:
     Checked before looking at the file system, so the answer for a path outside the roots is
     the same whether or not it exists.
     """
-    path = Path(text).expanduser()
-    if not path.is_absolute():
-        path = roots[0] / path
-    resolved = path.resolve()
-    if not any(resolved == r or r in resolved.parents for r in roots):
+    if "\x00" in text:
+        raise UploadRefused(f"{text!r}: not a usable path (it holds a NUL byte)")
+    try:
+        path = Path(text).expanduser()
+        if not path.is_absolute():
+            path = roots[0] / path
+        resolved = path.resolve()
+        inside = any(resolved == r or r in resolved.parents for r in roots)
+        exists = inside and resolved.exists()
+    except (OSError, RuntimeError, ValueError) as exc:  # a name too long, a link loop
+        raise UploadRefused(f"{text[:200]}: not a usable path ({getattr(exc, 'strerror', None) or exc})") from None
+    if not inside:
         raise UploadRefused(f"{text}: the app reads logs only under "
                             f"{', '.join(str(r) for r in roots)} (set FAULTLINE_DATA_ROOTS)")
-    if not resolved.exists():
+    if not exists:
         raise UploadRefused(f"{text}: no such file or folder under the allowed folders")
     return resolved
