@@ -607,7 +607,7 @@ def test_first_start_shows_the_demo_under_a_banner(no_store):
     assert "DEMO DATA" in at.warning[0].value
     metrics = {m.label: m.value for m in at.metric}
     assert (metrics["Runs"], metrics["Models"], metrics["Datasets"], metrics["Predictions"],
-            metrics["Failures"]) == ("44", "4", "4", "488", "139")
+            metrics["Failures"]) == ("44", "4", "4", "488", "144")
     assert len(charts(at)) == 4  # accuracy: one full-width chart per dataset
     assert [b.label for b in at.button if b.label == "Start with an empty store"]
     assert not no_store.exists()  # the demo lives in its own file, the user's store is untouched
@@ -622,16 +622,16 @@ def test_demo_compare_matches_the_planted_difference(no_store):
     at = run_page("pages/compare.py", a="demo/atlas-7b", b="demo/atlas-70b")
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Questions both answered"] == "122"
-    assert metrics[f"Only A fails ({md('demo/atlas-7b')})"] == "39"
-    assert metrics[f"Only B fails ({md('demo/atlas-70b')})"] == "11"
-    assert metrics["p (two-sided)"] == "9.0e-05"
+    assert metrics[f"Only A fails ({md('demo/atlas-7b')})"] == "38"
+    assert metrics[f"Only B fails ({md('demo/atlas-70b')})"] == "15"
+    assert metrics["p (two-sided)"] == "0.0022"
     table = frame_with(at, "finding").set_index("category")
     assert table.loc["Calculation Error", ["a_count", "b_count"]].tolist() == [14, 0]
     # the planted difference: atlas-7b's calculation errors (shares of failures with an error type)
     assert float(table.loc["Calculation Error", "p_fisher_text"]) < 0.05
     assert table.loc["Calculation Error", "finding"] == "larger in A"
     assert set(table["finding"]) <= {"larger in A", "larger in B", "not significant", "too few to tell"}
-    assert (len(at.dataframe[-2].value), len(at.dataframe[-1].value)) == (39, 11)
+    assert (len(at.dataframe[-2].value), len(at.dataframe[-1].value)) == (38, 15)
     only_a = at.dataframe[-2].value
     math = only_a[only_a["dataset"] == "demo_math"]
     assert len(math) > 0 and math["reference"].str.fullmatch(r"\d+").all()  # the gold answer beside the outputs

@@ -43,13 +43,13 @@ PROFILES = {
         "demo/cirrus-8b": {"factual": 3, "invented": 2, "language": 4},
     },
     "demo_summaries": {
-        "demo/atlas-70b": {"overlong": 3, "invented": 1},
+        "demo/atlas-70b": {"overlong": 5, "invented": 1},
         "demo/atlas-7b": {"overlong": 2, "invented": 3, "incomplete": 2},
         "demo/borealis-13b": {"overlong": 5, "loop": 2, "refusal": 1},
         "demo/cirrus-8b": {"language": 3, "incomplete": 2, "overlong": 1},
     },
     "demo_instructions": {
-        "demo/atlas-70b": {"length": 2, "json": 1, "count": 1},
+        "demo/atlas-70b": {"length": 3, "json": 3, "count": 1},
         "demo/atlas-7b": {"length": 3, "json": 2, "code": 2, "count": 2},
         "demo/borealis-13b": {"length": 4, "refusal": 3, "count": 1},
         "demo/cirrus-8b": {"json": 4, "code": 3, "length": 2},
