@@ -71,7 +71,7 @@ def test_uploads_in_the_browser(tmp_path):
         # a path that is not there: one red box, and the typed path stays in the box
         path_box.fill("nowhere/preds.jsonl")
         submit(page)
-        assert errors(page) == [f"nowhere/preds.jsonl: no such file or folder under the allowed folders"]
+        assert errors(page) == ["nowhere/preds.jsonl: no such file or folder under the allowed folders"]
         assert path_box.input_value() == "nowhere/preds.jsonl"
         submit(page)
         assert len(errors(page)) == 1  # a second refusal replaces the first, it does not pile up
