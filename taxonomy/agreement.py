@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Sequence
 
 from store import FaultlineError, read_connection, resolve_db_path
-from store.agreement import analyst_labels, analyst_names, labelled_by_both
+from store.agreement import analyst_labels, labelled_by_both
+from .select import choose_analyst
 
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 20240601
@@ -181,14 +182,7 @@ def compare(con, analyst: str | None = None, against: str = "reviews",
             models: Sequence[str] = (), datasets: Sequence[str] = ()) -> Report:
     """Compare `analyst` (default: the one with most labels) with reviews, gold labels, or
     another analyst on the same failures, on an open connection."""
-    names = analyst_names(con)
-    known = [n for n, _ in names]
-    if analyst is None:
-        if not names:
-            raise AgreementError("no classified failures yet; run `python -m taxonomy analyze`")
-        analyst = names[0][0]
-    if analyst not in known:
-        raise AgreementError(f"unknown analyst: {analyst} (the database has: {', '.join(known) or 'none'})")
+    analyst = choose_analyst(con, analyst, AgreementError)
     if gold_labels is not None:
         labels = analyst_labels(con, analyst, models, datasets)
         folded = {c.casefold(): c for c in {r["category"] for r in labels}}
@@ -197,8 +191,8 @@ def compare(con, analyst: str | None = None, against: str = "reviews",
         pairs = [Pair(r["dataset"], r["instance_id"], r["model"], r["category"], ref)
                  for r, ref in zip(labels, refs) if ref]
         return measure(pairs, analyst, gold_name)
-    if against != "reviews" and against not in known:
-        raise AgreementError(f"unknown analyst to compare with: {against} (the database has: {', '.join(known)})")
+    if against != "reviews":
+        against = choose_analyst(con, against, AgreementError)
     pairs = [Pair(*row) for row in labelled_by_both(con, analyst, against, models, datasets)]
     against_name = "human reviews" if against == "reviews" else against
     return measure(pairs, analyst, against_name)

@@ -39,11 +39,12 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from store import FaultlineError, read_connection, resolve_db_path, write_session
-from store.agreement import analyst_names, discovery_rows, taxonomy_categories
+from store.agreement import discovery_rows, taxonomy_categories
 from store.analysis import Batch, cached_for_prompt, save_batch
 
 from .catalog import OTHER, TaxonomyError
 from .offline import is_specific
+from .select import choose_analyst
 
 DISCOVER_PROMPT_VERSION = "discover-v1"
 TITLES_PER_CALL = 500
@@ -298,13 +299,7 @@ def discover(db=None, analyst: str | None = None, all_failures: bool = False, *,
     if not path.exists():
         raise DiscoveryError(f"{path}: no database here yet; load logs with `python -m ingest PATH`")
     with read_connection(path) as con:
-        known = [n for n, _ in analyst_names(con)]
-        if analyst is None:
-            if not known:
-                raise DiscoveryError(f"{path}: no classified failures yet; run `python -m taxonomy analyze`")
-            analyst = known[0]
-        if analyst not in known:
-            raise DiscoveryError(f"unknown analyst: {analyst} (the database has: {', '.join(known) or 'none'})")
+        analyst = choose_analyst(con, analyst, DiscoveryError)
         offline_specific = analyst == "offline" and not all_failures
         rows = discovery_rows(con, analyst, None if all_failures or offline_specific else OTHER)
     scope = "all failures" if all_failures else f"failures filed under {OTHER}"

@@ -24,6 +24,21 @@ def check_names(kind: str, asked: Sequence[str], known: Sequence[str]) -> None:
         raise SelectionError(f"unknown {kind}: {', '.join(unknown)} (the database has: {shown or 'none'})")
 
 
+def choose_analyst(con, analyst: str | None, error: type[FaultlineError] = SelectionError) -> str:
+    """`analyst` when the store has labels of it, else (None) the analyst with the most labels;
+    `error` names the problem otherwise."""
+    from store.agreement import analyst_names
+
+    known = [name for name, _ in analyst_names(con)]
+    if analyst is None:
+        if not known:
+            raise error("no analysed failures yet; run `python -m taxonomy analyze`")
+        return known[0]
+    if analyst not in known:
+        raise error(f"unknown analyst {analyst!r}; analysts with results: {', '.join(known) or 'none'}")
+    return analyst
+
+
 def sample(failures: list[dict], ratio: float | None, seed: int = SAMPLE_SEED) -> list[dict]:
     """Keep `ratio` of the failures of each (model, dataset) pair, at least one per pair.
 

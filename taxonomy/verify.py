@@ -25,7 +25,6 @@ from pydantic import BaseModel, ValidationError
 
 from store import StoreError, writable_db_path, write_session
 from store.batches import pending_batches
-from store.agreement import analyst_names
 from store.analysis import (
     Batch,
     cached_responses,
@@ -45,7 +44,7 @@ from .llm import InvalidAnswer, LLMClient, LLMUnavailable, Stats, Writer, gather
 from .prompts import _json_text, analysis_fields, failure_messages
 from .quotes import verified
 from .runlock import run_lock
-from .select import SAMPLE_SEED, check_names, failure_key
+from .select import SAMPLE_SEED, check_names, choose_analyst, failure_key
 
 VERIFY_PROMPT_VERSION = "verify-v1"
 
@@ -229,14 +228,7 @@ def verify(
             known_models, known_datasets = models_and_datasets(con)
             check_names("model", models, known_models)
             check_names("dataset", datasets, known_datasets)
-            analysts = [a for a, _ in analyst_names(con)]
-            if analyst is None:
-                if not analysts:
-                    raise StoreError(f"{path}: no analyses to verify yet; run `python -m taxonomy analyze`")
-                analyst = analysts[0]
-            elif analyst not in analysts:
-                raise TaxonomyError(f"unknown analyst {analyst!r}; analysts with results: {', '.join(analysts) or 'none'}")
-            summary.analyst = analyst
+            summary.analyst = analyst = choose_analyst(con, analyst, TaxonomyError)
             analyses = latest_analyses(con, analyst)
             chosen = [(f, analyses[failure_key(f)]) for f in failures(con, models, datasets) if failure_key(f) in analyses]
             if sample is not None:

@@ -139,7 +139,7 @@ def test_gold_file_and_another_analyst(tmp_db, tmp_path):
 def test_unknown_analyst_is_a_clear_error(tmp_db):
     _store(tmp_db)
     proc = run_module("taxonomy", "agreement", "--db", tmp_db, "--analyst", "nobody", timeout=120)
-    assert proc.returncode == 2 and "unknown analyst: nobody (the database has: offline)" in proc.stderr
+    assert proc.returncode == 2 and "unknown analyst 'nobody'; analysts with results: offline" in proc.stderr
 
 
 def test_review_queue_is_stratified_by_category_and_model(tmp_db):
