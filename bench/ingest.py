@@ -88,8 +88,10 @@ def _stat(name: str, value: float, split: str) -> dict:
             "min": value, "max": value, "mean": value, "variance": 0.0, "stddev": 0.0}
 
 
-def generate_suite(dest: Path, n_runs: int, per_run: int, n_models: int = 10, seed: int = 0) -> None:
-    """HELM-layout runs: n_models × subjects, per_run instances each; a fifth of outputs are long free text."""
+def generate_suite(dest: Path, n_runs: int, per_run: int, n_models: int = 10, seed: int = 0,
+                   long_share: float = 0.2) -> None:
+    """HELM-layout runs: n_models × subjects, per_run instances each; `long_share` of the outputs
+    are long free text (300-700 words), the rest 3-30 words."""
     rng = random.Random(seed)
     subjects = [f"subject_{i:03d}" for i in range(-(-n_runs // n_models))]
     tmp = dest.with_suffix(".partial")
@@ -120,7 +122,7 @@ def generate_suite(dest: Path, n_runs: int, per_run: int, n_models: int = 10, se
                                   "references": [{"output": {"text": f"answer {i}"}, "tags": ["correct"]},
                                                  {"output": {"text": f"distractor {i}"}, "tags": []}],
                                   "split": split, "id": iid})
-                long = rng.random() < 0.2
+                long = rng.random() < long_share
                 text = " ".join(rng.choices(LOREM, k=rng.randint(300, 700) if long else rng.randint(3, 30)))
                 em = float(rng.random() < 0.6)
                 preds.append({"instance_id": iid, "train_trial_index": 0, "predicted_text": text,

@@ -13,8 +13,6 @@ from .passfail import PassRule, column_rule, is_finite, metric_key
 from .walk import every_file_below, helm_runs_below
 
 if TYPE_CHECKING:
-    from store.runs import StagedRun
-
     from .records import ParsedRun
     from .registry import Reader
 
@@ -57,17 +55,17 @@ class RunNote:
         )
 
 
-def resolve_pending(staged: list["StagedRun"], notes: list[RunNote]) -> None:
-    """Judge runs whose metric scale is unknown, in place, on the scale of the whole dataset
-    column: every run of the ingest with the same dataset, metric and direction."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
+def resolve_pending(notes: list[RunNote]) -> list[int]:
+    """Decide the scale of runs whose metric the registry does not know, in place, from the whole
+    dataset column: every run of the ingest with the same dataset, metric and direction. Returns
+    the positions of the runs that now have a threshold: their predictions are to be judged
+    again (store.staging.RunStaging.rejudge)."""
     groups: dict[tuple, list[int]] = {}
     for i, note in enumerate(notes):
         if note.rule.pending:
             key = (note.dataset, metric_key(note.rule.metric), note.rule.lower_is_better)
             groups.setdefault(key, []).append(i)
+    judged = []
     for members in groups.values():
         lows = [notes[i].score_min for i in members if notes[i].score_min is not None]
         highs = [notes[i].score_max for i in members if notes[i].score_max is not None]
@@ -75,21 +73,9 @@ def resolve_pending(staged: list["StagedRun"], notes: list[RunNote]) -> None:
         for i in members:
             rule = column_rule(notes[i].rule, min(lows, default=None), max(highs, default=None), integers)
             notes[i] = replace(notes[i], rule=rule)
-            if rule.threshold is None:
-                continue
-            preds = staged[i].predictions
-            score = preds.column("score")
-            verdict = pc.less_equal(score, rule.threshold) if rule.lower_is_better else pc.greater_equal(score, rule.threshold)
-            old = preds.column("is_correct")
-            infra = preds.column("infra_error")
-            verdict = pc.if_else(infra, pa.scalar(None, pa.bool_()), pc.if_else(pc.is_null(old), verdict, old))
-            staged[i] = staged[i].rejudged(
-                verdict,
-                metric_max=rule.high,
-                pass_threshold=rule.threshold,
-                lower_is_better=rule.lower_is_better,
-                scale_source=rule.scale_source,
-            )
+            if rule.threshold is not None:
+                judged.append(i)
+    return judged
 
 
 def threshold_lines(notes: Iterable[RunNote]) -> list[str]:

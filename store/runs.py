@@ -11,13 +11,12 @@ on every page load:
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 import orjson
 import pyarrow as pa
-import pyarrow.compute  # noqa: F401  (pa.compute)
 
 if TYPE_CHECKING:
     import duckdb
@@ -61,18 +60,6 @@ class StagedRun:
     n_predictions: int
     n_failures: int
     n_infra_errors: int
-
-    def rejudged(self, is_correct: pa.Array, **run_updates) -> "StagedRun":
-        """This run with new verdicts: the ingest decides some metric scales only once every run is read."""
-        predictions = self.predictions.set_column(
-            self.predictions.schema.get_field_index("is_correct"), "is_correct", is_correct
-        )
-        n_failures = int(pa.compute.sum(pa.compute.invert(is_correct.fill_null(True))).as_py() or 0)
-        values = dict(zip(_RUN_COLUMNS, self.run_values))
-        values.update(run_updates, n_failures=n_failures)
-        return replace(
-            self, run_values=[values[c] for c in _RUN_COLUMNS[:-1]], predictions=predictions, n_failures=n_failures
-        )
 
 
 def stage_run(parsed: "ParsedRun") -> StagedRun:
@@ -143,33 +130,104 @@ def stage_run(parsed: "ParsedRun") -> StagedRun:
     )
 
 
-def replace_runs(con: "duckdb.DuckDBPyConnection", staged: list[StagedRun]) -> None:
-    """Delete any stored copy of these runs, then insert them (call inside a transaction).
+@dataclass(frozen=True)
+class LateRule:
+    """A run's pass rule decided only once every run of its command was read (a metric scale
+    taken from the whole dataset column, ingest/report.py `resolve_pending`)."""
+
+    run_id: str
+    threshold: float
+    lower_is_better: bool
+    metric_max: float | None
+    scale_source: str
+
+
+def run_tables(staged: list[StagedRun]) -> tuple[pa.Table, pa.Table, pa.Table]:
+    """These runs' rows of the runs (without ingested_at), instances and predictions tables."""
+    runs = pa.table({c: pa.array([s.run_values[i] for s in staged]) for i, c in enumerate(_RUN_COLUMNS[:-1])})
+    return (runs, pa.concat_tables([s.instances for s in staged]),
+            pa.concat_tables([s.predictions for s in staged]))
+
+
+def replace_runs(con: "duckdb.DuckDBPyConnection", staged: list[StagedRun],
+                 late: list[LateRule] = ()) -> dict[str, int]:
+    """Delete any stored copy of these runs, then insert them (call inside a transaction); see
+    `replace_from` for `late` and what is returned.
 
     One statement per table for the whole batch: per-run statements cost more than the rows.
     """
     if not staged:
-        return
-    ids = [s.run_id for s in staged]
+        return {}
+    names = ("_staged_runs", "_staged_instances", "_staged_predictions")
+    for name, table in zip(names, run_tables(staged)):
+        con.register(name, table)
+    try:
+        return replace_from(con, *names, late)
+    finally:
+        for name in names:
+            con.unregister(name)
+
+
+def replace_from(con: "duckdb.DuckDBPyConnection", runs: str, instances: str, predictions: str,
+                 late: list[LateRule] = ()) -> dict[str, int]:
+    """The one way runs enter the store: each replaces any earlier copy of itself, every run of
+    one write gets the same `ingested_at`, runs with a `late` rule are judged by it, and the
+    touched (model, dataset) groups get their variants and latest outcomes recomputed. The
+    first three arguments name relations holding the runs' rows (never input). Returns the
+    failures of each run judged by a late rule."""
     # a replaced run may have belonged to another group: its old siblings need new variants too
     groups = set(con.execute(
-        "SELECT model, dataset FROM runs WHERE run_id IN (SELECT unnest(?::VARCHAR[]))", [ids]
-    ).fetchall())
+        f"SELECT model, dataset FROM runs WHERE run_id IN (SELECT run_id FROM {runs})").fetchall())
     for table in ("predictions", "instances", "runs"):
-        con.execute(f"DELETE FROM {table} WHERE run_id IN (SELECT unnest(?::VARCHAR[]))", [ids])
-    now = datetime.now()
-    runs = pa.table(
-        {
-            **{c: pa.array([s.run_values[i] for s in staged]) for i, c in enumerate(_RUN_COLUMNS[:-1])},
-            "ingested_at": pa.array([now] * len(staged), pa.timestamp("us")),
-        }
-    )
-    insert_arrow(con, "runs", _RUN_COLUMNS, runs)
-    insert_arrow(con, "instances", _INSTANCE_COLUMNS, pa.concat_tables([s.instances for s in staged]))
-    insert_arrow(con, "predictions", _PREDICTION_COLUMNS, pa.concat_tables([s.predictions for s in staged]))
-    model_at, dataset_at = _RUN_COLUMNS.index("model"), _RUN_COLUMNS.index("dataset")
-    groups |= {(s.run_values[model_at], s.run_values[dataset_at]) for s in staged}
+        con.execute(f"DELETE FROM {table} WHERE run_id IN (SELECT run_id FROM {runs})")
+    # every value but ingested_at is the staged one; the write's own time stamps the whole command
+    cols = ", ".join(_RUN_COLUMNS[:-1])
+    con.execute(f"INSERT INTO runs ({cols}, ingested_at) SELECT {cols}, ? FROM {runs}", [datetime.now()])
+    for table, columns, source in (("instances", _INSTANCE_COLUMNS, instances),
+                                   ("predictions", _PREDICTION_COLUMNS, predictions)):
+        cols = ", ".join(columns)
+        con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {source}")
+    failures = _judge_late(con, late) if late else {}
+    groups |= set(con.execute(f"SELECT DISTINCT model, dataset FROM {runs}").fetchall())
     refresh_groups(con, groups)
+    return failures
+
+
+def _judge_late(con: "duckdb.DuckDBPyConnection", late: list[LateRule]) -> dict[str, int]:
+    """Judge the predictions of runs whose rule came late, as `PassRule.judge` does
+    (ingest/passfail.py): pass when the score reaches the threshold (stays at or below it for
+    lower-is-better metrics); a failed request and an unscored prediction get no verdict; a
+    verdict the reader already gave stands. Record the rule and the new failure count on each run."""
+    con.register("_late", pa.table({
+        "run_id": pa.array([r.run_id for r in late], pa.string()),
+        "threshold": pa.array([r.threshold for r in late], pa.float64()),
+        "lower_is_better": pa.array([r.lower_is_better for r in late], pa.bool_()),
+        "metric_max": pa.array([r.metric_max for r in late], pa.float64()),
+        "scale_source": pa.array([r.scale_source for r in late], pa.string()),
+    }))
+    try:
+        con.execute("""
+            UPDATE predictions SET is_correct = CASE
+                WHEN predictions.infra_error THEN NULL
+                WHEN predictions.is_correct IS NOT NULL THEN predictions.is_correct
+                WHEN r.lower_is_better THEN predictions.score <= r.threshold
+                ELSE predictions.score >= r.threshold END
+            FROM _late r WHERE predictions.run_id = r.run_id
+        """)
+        con.execute("""
+            UPDATE runs SET pass_threshold = r.threshold, lower_is_better = r.lower_is_better,
+                            metric_max = r.metric_max, scale_source = r.scale_source,
+                            n_failures = coalesce(f.n, 0)
+            FROM _late r LEFT JOIN (
+                SELECT run_id, count(*) FILTER (WHERE is_correct = false) AS n
+                FROM predictions WHERE run_id IN (SELECT run_id FROM _late) GROUP BY run_id
+            ) f USING (run_id)
+            WHERE runs.run_id = r.run_id
+        """)
+        return dict(con.execute(
+            "SELECT run_id, n_failures FROM runs WHERE run_id IN (SELECT run_id FROM _late)").fetchall())
+    finally:
+        con.unregister("_late")
 
 
 MODEL_KEY_SEPARATOR = " · "
@@ -316,13 +374,3 @@ def variants(runs: list[dict]) -> dict[str, str | None]:
     for same in classes.values():
         _name_logs(same, out)
     return out
-
-
-def insert_arrow(con: "duckdb.DuckDBPyConnection", table: str, columns: tuple[str, ...], data: pa.Table) -> None:
-    # table and column names come from the constants above, never from input
-    con.register("_staged", data)
-    try:
-        cols = ", ".join(columns)
-        con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM _staged")
-    finally:
-        con.unregister("_staged")
