@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from store import resolve_db_path
+from store.db import is_duckdb_file
 from store.runs import LateRule, StagedRun, stage_run
 from store.staging import CHUNK_BYTES_DEFAULT, RunStaging
 
@@ -223,6 +224,9 @@ class IngestSummary:
 
 def _read_input(path: Path, fmt: str, options: ReadOptions, bar, summary: IngestSummary) -> Iterator[_Staged]:
     """The runs of one input, as they are parsed; skipped files go to the summary."""
+    if path.is_file() and is_duckdb_file(path):
+        raise IngestError(f"{path}: a DuckDB database, not a log; to bring in the runs and analyses of another "
+                          f"Faultline store: python -m ingest merge {path} --db {summary.db}")
     readers = choose(path, fmt)
     if bar is not None:
         bar.total = (bar.total or 0) + sum(r.count_runs(path) for r in readers)

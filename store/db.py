@@ -97,6 +97,15 @@ def _is_empty_file(path: Path) -> bool:
         return False
 
 
+def is_duckdb_file(path: Path) -> bool:
+    """Whether `path` is a DuckDB database file (its header's magic bytes)."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(12)[8:12] == b"DUCK"
+    except OSError:
+        return False
+
+
 def _is_set_up(con: duckdb.DuckDBPyConnection) -> bool:
     return con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'runs'").fetchall()[0][0] > 0
 
