@@ -16,7 +16,7 @@ How each table combines (`RULES`; every table of the schema must have one):
 - taxonomies: one row per version; one version with different categories is refused.
 - llm_cache: one answer per prompt key; a key already present keeps its answer (said in the
   summary).
-- derived and recomputed: each run's variant, latest_outcomes, failure_labels.
+- derived and recomputed: each run's variant, latest_outcomes, failure_labels, latest_labels.
 - schema_migrations: the target's own. A store from an older Faultline is read through a
   migrated copy (the store itself is untouched); one from a newer Faultline is refused.
 """
@@ -42,7 +42,7 @@ RUN_TABLES = ("runs", "instances", "predictions")
 # each record table, and the columns that do not tell whether a record is already present
 RECORDS = {"analyses": ("created_at",), "classifications": ("created_at",), "reviews": ("review_id",),
            "llm_calls": ("call_id",)}
-DERIVED = ("latest_outcomes", "failure_labels", "schema_migrations")
+DERIVED = ("latest_outcomes", "latest_labels", "failure_labels", "schema_migrations")
 RULES = (*RUN_TABLES, *RECORDS, "taxonomies", "llm_cache", *DERIVED)
 # what is not a run's content: when this copy was ingested, and its variant (derived from the
 # other runs of its model and dataset in that store)

@@ -5,7 +5,8 @@ on every page load:
 - each run's `variant`: what tells it apart from the model's other runs on the dataset (settings
   that differ, else the part of the log path that differs), so "model · variant" is a model of
   its own everywhere;
-- `latest_outcomes`: one scored outcome per (model key, dataset, question).
+- `latest_outcomes`: one scored outcome per (model key, dataset, question), and
+  `latest_labels`, the analysts' labels of those that failed.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from typing import TYPE_CHECKING
 
 import orjson
 import pyarrow as pa
+
+from .analysis import refresh_latest_labels
 
 if TYPE_CHECKING:
     import duckdb
@@ -254,6 +257,8 @@ _LATEST_INSERT = f"""
         PARTITION BY model_key, r.dataset, p.instance_id
         ORDER BY r.ingested_at DESC, p.run_id DESC, i.perturbation NULLS FIRST,
                  p.train_trial_index) = 1
+    -- stored by model: a query for one model reads only that model's row groups
+    ORDER BY model_key, r.dataset
 """
 
 
@@ -290,6 +295,7 @@ def refresh_groups(con: "duckdb.DuckDBPyConnection", groups: set[tuple[str, str]
         con.execute("DELETE FROM latest_outcomes USING _groups g"
                     " WHERE latest_outcomes.model_name = g.model AND latest_outcomes.dataset = g.dataset")
         con.execute(_LATEST_INSERT)
+        refresh_latest_labels(con, groups="_groups")
     finally:
         con.unregister("_groups")
 

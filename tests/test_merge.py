@@ -92,7 +92,8 @@ def test_a_merge_of_two_shards_equals_one_store_built_from_all_inputs(tmp_path, 
     counts = {t: len(table_rows(merged, t)[1]) for t in table_names(merged)}
     assert counts == {
         "analyses": 40, "classifications": counts["classifications"], "failure_labels": 40, "instances": 30,
-        "latest_outcomes": 30, "llm_cache": 20, "llm_calls": 20, "predictions": 30, "reviews": 1, "runs": 5,
+        "latest_labels": 40, "latest_outcomes": 30, "llm_cache": 20, "llm_calls": 20, "predictions": 30, "reviews": 1,
+        "runs": 5,
         "schema_migrations": len(MIGRATIONS), "taxonomies": 1,
     }
     assert counts["classifications"] > 0
