@@ -198,10 +198,12 @@ def main() -> int:
     print(f"\n{'page':40} {'first load':>11} {'after':>9} {'empty cache':>12}")
     for name, first, after, empty in rows:
         print(f"{name:40} {first:10.3f}s " + (f"{after:8.3f}s {empty:11.3f}s" if after is not None else ""))
-    slow = [n for n, _, after, empty in rows if after is not None and max(after, empty) >= 1.0]
-    print(f"\n{len(pages)} pages timed; " + (f"1 s or more after the first load or with an empty "
-                                            f"cache: {', '.join(slow)}" if slow else
-                                            "all render in under 1 s after the first load and with an empty cache"))
+    # the goals: under 1 s once the queries are cached, under 2 s with an empty cache
+    slow = [n for n, _, after, empty in rows if after is not None and (after >= 1.0 or empty >= 2.0)]
+    print(f"\n{len(pages)} pages timed; " + (f"1 s or more after the first load or 2 s or more with an "
+                                            f"empty cache: {', '.join(slow)}" if slow else
+                                            "all render in under 1 s after the first load and under 2 s "
+                                            "with an empty cache"))
     return 1 if slow else 0
 
 

@@ -1,7 +1,8 @@
-"""Loading logs into the store, one command at a time: each input is parsed run by run and its
-runs are staged on disk in bounded chunks as they come (store/staging.py), then moved into the
-store in one transaction. So one command stores all of its inputs or none of them, readers keep
-reading while it parses, and memory is bounded by the largest run, not by the whole load."""
+"""Loading logs into the store, one command at a time: each input is parsed run by run; the runs
+are held in memory up to one chunk and staged on disk beyond it (store/staging.py), then moved
+into the store in one transaction. So one command stores all of its inputs or none of them,
+readers keep reading while it parses, and memory is bounded by a chunk and the largest run, not
+by the whole load."""
 
 from __future__ import annotations
 
