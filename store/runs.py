@@ -11,10 +11,11 @@ on every page load:
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
 import orjson
 import pyarrow as pa
@@ -161,14 +162,10 @@ def replace_runs(con: "duckdb.DuckDBPyConnection", staged: list[StagedRun],
     """
     if not staged:
         return {}
-    names = ("_staged_runs", "_staged_instances", "_staged_predictions")
-    for name, table in zip(names, run_tables(staged)):
-        con.register(name, table)
-    try:
-        return replace_from(con, *names, late)
-    finally:
-        for name in names:
-            con.unregister(name)
+    runs, instances, predictions = run_tables(staged)
+    with (registered(con, "_staged_runs", runs), registered(con, "_staged_instances", instances),
+          registered(con, "_staged_predictions", predictions)):
+        return replace_from(con, "_staged_runs", "_staged_instances", "_staged_predictions", late)
 
 
 def replace_from(con: "duckdb.DuckDBPyConnection", runs: str, instances: str, predictions: str,
@@ -201,14 +198,13 @@ def _judge_late(con: "duckdb.DuckDBPyConnection", late: list[LateRule]) -> dict[
     (ingest/passfail.py): pass when the score reaches the threshold (stays at or below it for
     lower-is-better metrics); a failed request and an unscored prediction get no verdict; a
     verdict the reader already gave stands. Record the rule and the new failure count on each run."""
-    con.register("_late", pa.table({
+    with registered(con, "_late", pa.table({
         "run_id": pa.array([r.run_id for r in late], pa.string()),
         "threshold": pa.array([r.threshold for r in late], pa.float64()),
         "lower_is_better": pa.array([r.lower_is_better for r in late], pa.bool_()),
         "metric_max": pa.array([r.metric_max for r in late], pa.float64()),
         "scale_source": pa.array([r.scale_source for r in late], pa.string()),
-    }))
-    try:
+    })):
         con.execute("""
             UPDATE predictions SET is_correct = CASE
                 WHEN predictions.infra_error THEN NULL
@@ -229,8 +225,6 @@ def _judge_late(con: "duckdb.DuckDBPyConnection", late: list[LateRule]) -> dict[
         """)
         return dict(con.execute(
             "SELECT run_id, n_failures FROM runs WHERE run_id IN (SELECT run_id FROM _late)").fetchall())
-    finally:
-        con.unregister("_late")
 
 
 MODEL_KEY_SEPARATOR = " · "
@@ -262,42 +256,75 @@ _LATEST_INSERT = f"""
 """
 
 
+# Latest outcomes are recomputed a batch of groups at a time, each batch holding at most this
+# many predictions: the window that picks each question's outcome then needs memory for one
+# batch, whatever the size of the write (10,000,000 predictions at once ran out of a 256 MB limit).
+LATEST_BATCH_PREDICTIONS = 2_000_000
+
+
 def refresh_groups(con: "duckdb.DuckDBPyConnection", groups: set[tuple[str, str]]) -> None:
     """Recompute the variants and latest outcomes of these (model, dataset) groups (call inside
     the transaction that changed their runs)."""
     if not groups:
         return
-    models, datasets = zip(*sorted(groups))
-    con.register("_groups", pa.table({"model": pa.array(models, pa.string()),
-                                      "dataset": pa.array(datasets, pa.string())}))
-    try:
+    with registered(con, "_groups", _groups_table(groups)):
         rows = con.execute(
-            "SELECT r.run_id, r.model, r.dataset, r.domain, r.settings, r.source_path, r.variant"
+            "SELECT r.run_id, r.model, r.dataset, r.domain, r.settings, r.source_path, r.variant, r.n_predictions"
             " FROM runs r JOIN _groups g ON g.model = r.model AND g.dataset = r.dataset"
         ).fetchall()
-        by_group: dict[tuple, list[dict]] = {}
-        for run_id, model, dataset, domain, settings, path, old in rows:
-            by_group.setdefault((model, dataset), []).append(dict(
-                run_id=run_id, domain=domain, settings=json.loads(settings) if settings else {},
-                source_path=path, old=old))
-        changed = []
-        for group in by_group.values():
-            new = variants(group)
-            changed += [(r["run_id"], new[r["run_id"]]) for r in group if new[r["run_id"]] != r["old"]]
-        if changed:
-            con.register("_variants", pa.table({"run_id": pa.array([c[0] for c in changed], pa.string()),
-                                                "variant": pa.array([c[1] for c in changed], pa.string())}))
-            try:
-                con.execute("UPDATE runs SET variant = v.variant FROM _variants v"
-                            " WHERE runs.run_id = v.run_id")
-            finally:
-                con.unregister("_variants")
-        con.execute("DELETE FROM latest_outcomes USING _groups g"
-                    " WHERE latest_outcomes.model_name = g.model AND latest_outcomes.dataset = g.dataset")
-        con.execute(_LATEST_INSERT)
-        refresh_latest_labels(con, groups="_groups")
-    finally:
-        con.unregister("_groups")
+    by_group: dict[tuple, list[dict]] = {}
+    for run_id, model, dataset, domain, settings, path, old, n in rows:
+        by_group.setdefault((model, dataset), []).append(dict(
+            run_id=run_id, domain=domain, settings=json.loads(settings) if settings else {},
+            source_path=path, old=old, n=n))
+    changed = []
+    for group in by_group.values():
+        new = variants(group)
+        changed += [(r["run_id"], new[r["run_id"]]) for r in group if new[r["run_id"]] != r["old"]]
+    if changed:
+        with registered(con, "_variants", pa.table({"run_id": pa.array([c[0] for c in changed], pa.string()),
+                                                    "variant": pa.array([c[1] for c in changed], pa.string())})):
+            con.execute("UPDATE runs SET variant = v.variant FROM _variants v WHERE runs.run_id = v.run_id")
+    for batch in _batches(sorted(groups), {g: sum(r["n"] for r in runs) for g, runs in by_group.items()}):
+        with registered(con, "_groups", _groups_table(batch)):
+            con.execute("DELETE FROM latest_outcomes USING _groups g"
+                        " WHERE latest_outcomes.model_name = g.model AND latest_outcomes.dataset = g.dataset")
+            con.execute(_LATEST_INSERT)
+            refresh_latest_labels(con, groups="_groups")
+
+
+def _groups_table(groups) -> pa.Table:
+    models, datasets = zip(*groups)
+    return pa.table({"model": pa.array(models, pa.string()), "dataset": pa.array(datasets, pa.string())})
+
+
+def _batches(groups: list[tuple[str, str]], sizes: dict[tuple[str, str], int]) -> list[list[tuple[str, str]]]:
+    """Consecutive groups, up to LATEST_BATCH_PREDICTIONS predictions a batch (a bigger group alone)."""
+    out: list[list[tuple[str, str]]] = [[]]
+    total = 0
+    for group in groups:
+        size = sizes.get(group, 0)
+        if out[-1] and total + size > LATEST_BATCH_PREDICTIONS:
+            out.append([])
+            total = 0
+        out[-1].append(group)
+        total += size
+    return out
+
+
+@contextlib.contextmanager
+def registered(con: "duckdb.DuckDBPyConnection", name: str, table) -> Iterator[None]:
+    """`table` (Arrow, or anything DuckDB scans) visible to SQL as `name` for the block. When the
+    block fails, dropping the name again may fail too (an aborted transaction): the block's own
+    error is the one raised."""
+    con.register(name, table)
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(Exception):
+            con.unregister(name)
+        raise
+    con.unregister(name)
 
 
 def _setting_label(key: str, value) -> str:

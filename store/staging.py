@@ -19,9 +19,11 @@ import os
 import shutil
 from pathlib import Path
 
+import duckdb
 import pyarrow.parquet as pq
 
 from .db import write_session
+from .errors import StoreError
 from .runs import LateRule, StagedRun, replace_from, replace_runs, run_tables
 
 # Runs are held in memory up to this much column data, then written out as one chunk: large
@@ -29,7 +31,7 @@ from .runs import LateRule, StagedRun, replace_from, replace_runs, run_tables
 CHUNK_BYTES_DEFAULT = 128 * 1024 * 1024
 # DuckDB's own buffers while it reads the staged chunks into the store (it spills to disk beyond
 # this); with one chunk and the runs being parsed, this bounds an ingest's memory.
-MEMORY_LIMIT = "256MB"
+MEMORY_LIMIT = "512MB"
 TABLES = ("runs", "instances", "predictions")
 
 
@@ -104,6 +106,14 @@ class RunStaging:
         """Move every staged run into the store in one transaction: each replaces any stored
         copy of itself, runs with a `late` rule are judged by it (store.runs `replace_from`).
         Nothing is written when anything fails. Returns the late-judged runs' failures."""
+        try:
+            return self._commit(db, late)
+        except duckdb.Error as exc:
+            # the transaction was rolled back: the store is as it was
+            raise StoreError(f"{self.db}: the store could not take this load, nothing of it was written: "
+                             f"{str(exc).splitlines()[0]}") from None
+
+    def _commit(self, db, late: list[LateRule]) -> dict[str, int]:
         if not self._written:
             with write_session(db) as con:
                 return _in_transaction(con, lambda: replace_runs(con, self._chunk, late))

@@ -214,3 +214,38 @@ def test_staging_left_by_a_killed_ingest_is_removed_by_the_next(tmp_path, tmp_db
     assert not abandoned.exists()
     assert running.exists()
     assert _staging_left(tmp_db) == [running]
+
+
+def test_latest_outcomes_recomputed_a_batch_of_groups_at_a_time_equal_one_batch(tmp_path, monkeypatch):
+    from store import runs
+
+    inputs = _mixed_inputs(tmp_path)
+    ingest_paths(inputs, db=tmp_path / "whole.duckdb")
+    batches = []
+    original = runs._batches
+    monkeypatch.setattr(runs, "LATEST_BATCH_PREDICTIONS", 6)  # the two qa groups (3 + 3), then one group each
+    monkeypatch.setattr(runs, "_batches", lambda *a: batches.append(original(*a)) or batches[-1])
+    ingest_paths(inputs, db=tmp_path / "batched.duckdb")
+    assert [[len(b) for b in call] for call in batches] == [[2, 1, 1, 1]]
+    assert differing_tables(tmp_path / "batched.duckdb", tmp_path / "whole.duckdb", STAMPS) == {}
+
+
+def test_a_write_the_store_cannot_take_is_a_clear_error_and_stores_nothing(tmp_path, tmp_db, chunked, monkeypatch):
+    import duckdb
+
+    from store import StoreError, runs
+
+    before = write_jsonl(tmp_path / "before.jsonl", preds("m/before", 3))
+    ingest_paths([before], db=tmp_db)
+    stored = q(tmp_db, "SELECT run_id, ingested_at FROM runs")
+
+    def out_of_memory(con, groups):
+        raise duckdb.OutOfMemoryException("Out of Memory Error: failed to pin block of size 256.0 KiB")
+
+    monkeypatch.setattr(runs, "refresh_groups", out_of_memory)
+    with pytest.raises(StoreError) as refused:
+        ingest_paths(_mixed_inputs(tmp_path), db=tmp_db)
+    assert refused.value.message == (f"{tmp_db}: the store could not take this load, nothing of it was written: "
+                                     "Out of Memory Error: failed to pin block of size 256.0 KiB")
+    assert q(tmp_db, "SELECT run_id, ingested_at FROM runs") == stored
+    assert _staging_left(tmp_db) == []
