@@ -356,7 +356,7 @@ def ingest_paths(
                         # a chunk went to disk: free what parsing it left behind in reference cycles
                         gc.collect()
                     del item
-        runs.count_failures(staging.commit(summary.db, runs.late_rules()))
+        runs.count_failures(staging.commit(runs.late_rules()))
     summary.remarks.extend(runs.remark())
     for run_id, kept in runs.kept.items():
         summary.runs += 1

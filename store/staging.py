@@ -96,30 +96,34 @@ class RunStaging:
             remove_abandoned(self.db)
             shutil.rmtree(self.folder, ignore_errors=True)
             self.folder.mkdir(parents=True)
-        for table, rows in zip(TABLES, run_tables(self._chunk)):
-            pq.write_table(rows, self.folder / f"{table}-{self._written:06d}.parquet")
+        try:
+            for table, rows in zip(TABLES, run_tables(self._chunk)):
+                pq.write_table(rows, self.folder / f"{table}-{self._written:06d}.parquet")
+        except OSError as exc:
+            raise StoreError(f"{self.folder}: cannot stage the runs of this load here ({exc.strerror or exc}); "
+                             "nothing of it was written") from None
         self._written += 1
         self._chunk = []
         self._bytes = 0
 
-    def commit(self, db: str | os.PathLike | None = None, late: list[LateRule] = ()) -> dict[str, int]:
+    def commit(self, late: list[LateRule] = ()) -> dict[str, int]:
         """Move every staged run into the store in one transaction: each replaces any stored
         copy of itself, runs with a `late` rule are judged by it (store.runs `replace_from`).
         Nothing is written when anything fails. Returns the late-judged runs' failures."""
         try:
-            return self._commit(db, late)
+            return self._commit(late)
         except duckdb.Error as exc:
             # the transaction was rolled back: the store is as it was
             raise StoreError(f"{self.db}: the store could not take this load, nothing of it was written: "
                              f"{str(exc).splitlines()[0]}") from None
 
-    def _commit(self, db, late: list[LateRule]) -> dict[str, int]:
+    def _commit(self, late: list[LateRule]) -> dict[str, int]:
         if not self._written:
-            with write_session(db) as con:
+            with write_session(self.db) as con:
                 return _in_transaction(con, lambda: replace_runs(con, self._chunk, late))
         if self._chunk:
             self._write_chunk()
-        with write_session(db) as con:
+        with write_session(self.db) as con:
             con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
             names = [f"_staged_{table}" for table in TABLES]
             for name, table in zip(names, TABLES):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, ROOT, q, requires_fixtures
+from conftest import FIXTURES, ROOT, q, requires_fixtures, run_module
 from ingest import IngestError, ingest_paths
 from store import staging
 from store_tables import differing_tables
@@ -122,16 +122,19 @@ def test_every_fixture_log_staged_in_chunks_stores_what_one_held_in_memory_does(
     assert staged.details() == held.details()
 
 
-def test_parallel_parsing_staged_in_chunks_stores_what_serial_parsing_does(tmp_path, monkeypatch, chunked):
+def test_parallel_parsing_staged_in_chunks_stores_what_serial_parsing_does(tmp_path, monkeypatch):
     suite = tmp_path / "suite"
     for r in range(7):
         helm_run(suite / f"run{r}", name=f"mmlu:subject=s{r},model=m_a", n=40, text_words=20)
+    # as a user runs it: spawned workers re-import the parent's main module, which inside this
+    # test process may be whatever script ran last (an AppTest page)
+    monkeypatch.setenv("FAULTLINE_INGEST_CHUNK_BYTES", "1")
     monkeypatch.setenv("FAULTLINE_PARALLEL_MIN_BYTES", "1")
-    parallel = ingest_paths([suite], db=tmp_path / "parallel.duckdb")
+    parallel = run_module("ingest", suite, "--db", tmp_path / "parallel.duckdb")
     monkeypatch.setenv("FAULTLINE_PARALLEL_MIN_BYTES", str(10**12))
-    serial = ingest_paths([suite], db=tmp_path / "serial.duckdb")
-    assert len(chunked) == 14
-    assert parallel.run_ids == serial.run_ids  # in the order read
+    serial = run_module("ingest", suite, "--db", tmp_path / "serial.duckdb")
+    assert parallel.returncode == serial.returncode == 0, (parallel.stderr, serial.stderr)
+    assert parallel.stdout.split(" in ")[0] == serial.stdout.split(" in ")[0] == "ingested 7 runs, 280 predictions, 140 failures"
     assert differing_tables(tmp_path / "parallel.duckdb", tmp_path / "serial.duckdb", STAMPS) == {}
 
 
