@@ -2,14 +2,16 @@
 
     python bench/ingest.py                  # fixture suite + a generated 283-run, ~120 MB suite
     python bench/ingest.py --large          # ... + 1,000,000 generated predictions (minutes)
-    python bench/ingest.py --large --predictions 100000
+    python bench/ingest.py --large --predictions 2000000 --large-only   # peak memory and ratio at 2M
 
 The reference does the least any HELM reader must do: json.load the same files of every run
 and insert one row per prediction with a single bulk insert. Both are timed in the same run,
 alternating, best of --repeats; the figure that matters is the wall-time ratio (goal: at most
 1.5x on the 283-run suite, which is below the size where parsing in parallel pays). The
 generated suites are generated data in HELM's file layout (clearly not a real evaluation),
-cached under bench/out/.
+cached under bench/out/; the --large one (about 2 GB of JSON per million predictions) is deleted
+after the run unless --keep-suite. For --large it also prints each side's peak memory: the sum of
+the VmHWM of every process of its tree (workers included).
 """
 
 from __future__ import annotations
@@ -88,8 +90,10 @@ def _stat(name: str, value: float, split: str) -> dict:
             "min": value, "max": value, "mean": value, "variance": 0.0, "stddev": 0.0}
 
 
-def generate_suite(dest: Path, n_runs: int, per_run: int, n_models: int = 10, seed: int = 0) -> None:
-    """HELM-layout runs: n_models × subjects, per_run instances each; a fifth of outputs are long free text."""
+def generate_suite(dest: Path, n_runs: int, per_run: int, n_models: int = 10, seed: int = 0,
+                   long_share: float = 0.2) -> None:
+    """HELM-layout runs: n_models × subjects, per_run instances each; `long_share` of the outputs
+    are long free text (300-700 words), the rest 3-30 words."""
     rng = random.Random(seed)
     subjects = [f"subject_{i:03d}" for i in range(-(-n_runs // n_models))]
     tmp = dest.with_suffix(".partial")
@@ -120,7 +124,7 @@ def generate_suite(dest: Path, n_runs: int, per_run: int, n_models: int = 10, se
                                   "references": [{"output": {"text": f"answer {i}"}, "tags": ["correct"]},
                                                  {"output": {"text": f"distractor {i}"}, "tags": []}],
                                   "split": split, "id": iid})
-                long = rng.random() < 0.2
+                long = rng.random() < long_share
                 text = " ".join(rng.choices(LOREM, k=rng.randint(300, 700) if long else rng.randint(3, 30)))
                 em = float(rng.random() < 0.6)
                 preds.append({"instance_id": iid, "train_trial_index": 0, "predicted_text": text,
@@ -136,39 +140,58 @@ def generate_suite(dest: Path, n_runs: int, per_run: int, n_models: int = 10, se
     tmp.rename(dest)
 
 
-def _tree_rss_mb(root: int) -> float:
-    """Resident memory of a process and all its descendants (worker processes included)."""
+def _tree(root: int) -> list[int]:
+    """A process and all its descendants (worker processes included)."""
     children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue
-        pid = int(stat.parent.name)
-        children.setdefault(int(fields[1]), []).append(pid)
-        rss[pid] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
-    total, todo = 0, [root]
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [root]
     while todo:
         pid = todo.pop()
-        total += rss.get(pid, 0)
+        found.append(pid)
         todo.extend(children.get(pid, []))
-    return total / 2**20
+    return found
 
 
-def child_peak(code: str, *args: str) -> tuple[float, float, str]:
-    """Wall time, peak memory of the whole process tree (sampled every 0.1 s), last stdout line."""
+def _memory_kb(pid: int) -> tuple[int, int]:
+    """(VmRSS, VmHWM) of a process in kB; (0, 0) once it is gone."""
+    values = {}
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                values[key] = int(value.split()[0])
+    except (OSError, ValueError):
+        pass
+    return values.get("VmRSS", 0), values.get("VmHWM", 0)
+
+
+def child_peak(code: str, *args: str) -> tuple[float, float, float, str]:
+    """Wall time, peak memory of the whole process tree, the sampled peak of its total resident
+    memory, and the last stdout line. The peak is the sum of each process's own high-water mark
+    (VmHWM, read every 0.1 s while it lives): an upper bound of the tree's peak that no sampling
+    interval can miss within one process."""
     t = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-c", code, *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    peak = 0.0
+    hwm: dict[int, int] = {}
+    sampled = 0
     while proc.poll() is None:
-        peak = max(peak, _tree_rss_mb(proc.pid))
+        total = 0
+        for pid in _tree(proc.pid):
+            rss, high = _memory_kb(pid)
+            total += rss
+            hwm[pid] = max(hwm.get(pid, 0), high)
+        sampled = max(sampled, total)
         time.sleep(0.1)
     elapsed = time.perf_counter() - t
     out, err = proc.communicate()
     if proc.returncode:
         raise SystemExit(err)
-    return elapsed, peak, out.strip().splitlines()[-1]
+    return elapsed, sum(hwm.values()) / 1024, sampled / 1024, out.strip().splitlines()[-1]
 
 
 def _suite(name: str, n_runs: int, per_run: int) -> tuple[Path, float]:
@@ -193,13 +216,19 @@ def main() -> None:
     ap.add_argument("--large", action="store_true", help="also the generated suite of --predictions predictions (minutes)")
     ap.add_argument("--predictions", type=int, default=1_000_000, help="size of the --large suite")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--large-only", action="store_true", help="with --large: skip the small suites")
+    ap.add_argument("--keep-suite", action="store_true", help="keep the generated --large suite in bench/out (default: delete it)")
+    ap.add_argument("--no-reference", action="store_true",
+                    help="with --large: time only Faultline (the reference holds every prediction in memory: "
+                         "about 2.2 GB per million, past a 24 GB machine at 10,000,000)")
     args = ap.parse_args()
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-    if FIXTURE_SUITE.is_dir():
-        _print_pair("fixture suite mmlu-v1", args.repeats, *timed_pair(FIXTURE_SUITE, args.repeats))
-    suite, size_mb = _suite("synthetic_helm_283_runs", 283, 200)
-    _print_pair(f"generated HELM suite: 283 runs, {size_mb:,.0f} MB of JSON", args.repeats, *timed_pair(suite, args.repeats))
+    if not (args.large and args.large_only):
+        if FIXTURE_SUITE.is_dir():
+            _print_pair("fixture suite mmlu-v1", args.repeats, *timed_pair(FIXTURE_SUITE, args.repeats))
+        suite, size_mb = _suite("synthetic_helm_283_runs", 283, 200)
+        _print_pair(f"generated HELM suite: 283 runs, {size_mb:,.0f} MB of JSON", args.repeats, *timed_pair(suite, args.repeats))
     if not args.large:
         return
 
@@ -207,7 +236,7 @@ def main() -> None:
     suite, size_mb = _suite(f"synthetic_helm_{args.predictions}", max(1, args.predictions // per_run), per_run)
     out = ROOT / "bench" / "out"
     with tempfile.TemporaryDirectory(dir=out) as tmp:
-        # each in its own process so that ru_maxrss is the peak of that ingest alone
+        # each in its own process tree, so that its peak memory is that ingest's alone
         ref_code = (
             "import sys, importlib.util as u; from pathlib import Path;"
             "s = u.spec_from_file_location('bench_ingest', 'bench/ingest.py'); m = u.module_from_spec(s); s.loader.exec_module(m);"
@@ -217,12 +246,18 @@ def main() -> None:
             "import sys; from ingest import ingest_paths;"
             "print(ingest_paths([sys.argv[1]], db=sys.argv[2]).predictions)"
         )
-        o_t, o_peak, o_n = child_peak(our_code, str(suite), str(Path(tmp) / "ours.duckdb"))
-        r_t, r_peak, r_n = child_peak(ref_code, str(suite), str(Path(tmp) / "ref.duckdb"))
+        o_t, o_peak, o_rss, o_n = child_peak(our_code, str(suite), str(Path(tmp) / "ours.duckdb"))
+        if not args.no_reference:
+            r_t, r_peak, r_rss, r_n = child_peak(ref_code, str(suite), str(Path(tmp) / "ref.duckdb"))
     print(f"generated HELM suite: {int(o_n):,} predictions, {size_mb:,.0f} MB of JSON")
-    print(f"  reference : {r_t:6.1f} s  {int(r_n) / r_t:9,.0f} predictions/s   peak memory {r_peak:,.0f} MB")
-    print(f"  faultline : {o_t:6.1f} s  {int(o_n) / o_t:9,.0f} predictions/s   peak memory {o_peak:,.0f} MB")
-    print(f"  wall-time ratio faultline / reference: {o_t / r_t:.2f}x")
+    print("  peak memory: the sum of every process's VmHWM (sampled total RSS of the tree)")
+    if not args.no_reference:
+        print(f"  reference : {r_t:6.1f} s  {int(r_n) / r_t:9,.0f} predictions/s   peak memory {r_peak:,.0f} MB ({r_rss:,.0f} MB)")
+    print(f"  faultline : {o_t:6.1f} s  {int(o_n) / o_t:9,.0f} predictions/s   peak memory {o_peak:,.0f} MB ({o_rss:,.0f} MB)")
+    if not args.no_reference:
+        print(f"  wall-time ratio faultline / reference: {o_t / r_t:.2f}x")
+    if not args.keep_suite:
+        shutil.rmtree(suite)  # several GB at millions of predictions
 
 
 if __name__ == "__main__":

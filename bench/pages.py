@@ -1,10 +1,10 @@
 """Time every dashboard page with AppTest on a large SYNTHETIC store.
 
-    python bench/pages.py [--keep PATH]
+    python bench/pages.py [--predictions N] [--keep PATH]
 
-Builds (with DuckDB SQL, in a temp dir) a store of 1,000,000 synthetic predictions — 10 models ×
-5 datasets × 20 domains × 1,000 questions, labelled `synthetic-*` everywhere — with 100,000
-analysed and classified failures (runs' main split `test`, a tenth of the questions `valid`),
+Builds (with DuckDB SQL, in a temp dir) a store of N synthetic predictions (default 1,000,000) —
+10 models × 5 datasets × 20 domains × N/1,000 questions, labelled `synthetic-*` everywhere — with
+N/10 analysed and classified failures (runs' main split `test`, a tenth of the questions `valid`),
 fills `latest_outcomes` as the ingest does (timed), then renders each page twice in fresh AppTest
 sessions (the modules the pages use are imported and one chart validated first, as in a running
 server that has served anyone): the first render fills the query cache, the second is what a user sees afterwards. Then, with every page
@@ -48,8 +48,7 @@ alt.Chart(pl.DataFrame({"x": [0]})).mark_point().encode(x="x").to_dict()
 
 # the shipped taxonomy, so the synthetic labels are the ones real analyses use
 CATEGORIES = load_taxonomy().names
-MODELS, DATASETS, DOMAINS, QUESTIONS = 10, 5, 20, 1000
-ANALYSED = 100_000
+MODELS, DATASETS, DOMAINS = 10, 5, 20
 
 BUILD = [
     # one run per synthetic model × dataset × domain
@@ -104,9 +103,11 @@ BUILD = [
 ]
 
 
-def build(db: Path) -> None:
+def build(db: Path, predictions: int) -> None:
+    questions = predictions // (MODELS * DATASETS * DOMAINS)
     with store.write_session(db) as con:
-        params = [[QUESTIONS, MODELS, DATASETS, DOMAINS], [QUESTIONS], [], [], [ANALYSED],
+        con.execute("SET memory_limit = '4GB'")  # a shared machine
+        params = [[questions, MODELS, DATASETS, DOMAINS], [questions], [], [], [predictions // 10],
                   [CATEGORIES, len(CATEGORIES)]]
         for sql, p in zip(BUILD, params):
             con.execute(sql, p)
@@ -147,15 +148,18 @@ def render(page: str | None, params: dict, script: Path | None = None) -> float:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--predictions", type=int, default=1_000_000, help="size of the synthetic store (default 1,000,000)")
     ap.add_argument("--keep", help="write the synthetic store here instead of a temp file")
+    ap.add_argument("--reuse", action="store_true", help="with --keep: time the pages on the store already there")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(args.keep) if args.keep else Path(tmp) / "bench.duckdb"
-        if db.exists():
-            db.unlink()
-        t0 = time.perf_counter()
-        build(db)
-        print(f"built in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+        if not (args.reuse and db.exists()):
+            if db.exists():
+                db.unlink()
+            t0 = time.perf_counter()
+            build(db, args.predictions)
+            print(f"built in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
         os.environ["FAULTLINE_DB"] = str(db)
         os.environ.pop("FAULTLINE_READ_ONLY", None)
 
@@ -194,10 +198,12 @@ def main() -> int:
     print(f"\n{'page':40} {'first load':>11} {'after':>9} {'empty cache':>12}")
     for name, first, after, empty in rows:
         print(f"{name:40} {first:10.3f}s " + (f"{after:8.3f}s {empty:11.3f}s" if after is not None else ""))
-    slow = [n for n, _, after, empty in rows if after is not None and max(after, empty) >= 1.0]
-    print(f"\n{len(pages)} pages timed; " + (f"1 s or more after the first load or with an empty "
-                                            f"cache: {', '.join(slow)}" if slow else
-                                            "all render in under 1 s after the first load and with an empty cache"))
+    # the goals: under 1 s once the queries are cached, under 2 s with an empty cache
+    slow = [n for n, _, after, empty in rows if after is not None and (after >= 1.0 or empty >= 2.0)]
+    print(f"\n{len(pages)} pages timed; " + (f"1 s or more after the first load or 2 s or more with an "
+                                            f"empty cache: {', '.join(slow)}" if slow else
+                                            "all render in under 1 s after the first load and under 2 s "
+                                            "with an empty cache"))
     return 1 if slow else 0
 
 

@@ -18,7 +18,7 @@ from .report import write_skipped_list
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m ingest",
-        description="Load benchmark logs (HELM run/suite folders, lm-evaluation-harness samples, Inspect AI logs, Every Eval Ever files, OpenAI evals logs, promptfoo exports, JSONL/CSV predictions) into the Faultline store. `python -m ingest export --help`: write the store as Every Eval Ever files.",
+        description="Load benchmark logs (HELM run/suite folders, lm-evaluation-harness samples, Inspect AI logs, Every Eval Ever files, OpenAI evals logs, promptfoo exports, JSONL/CSV predictions) into the Faultline store. `python -m ingest export --help`: write the store as Every Eval Ever files; `python -m ingest merge --help`: combine stores.",
     )
     p.add_argument("paths", nargs="*", metavar="PATH", help="a HELM suite/runs/run folder, an lm-eval output folder or samples file, an Inspect .eval/.json log, an Every Eval Ever .json/_samples.jsonl, an oaieval .jsonl, a promptfoo export .json, or a .jsonl/.csv file")
     p.add_argument("--db", help="database file (default: $FAULTLINE_DB, else data/faultline.duckdb)")
@@ -81,6 +81,35 @@ def build_export_parser() -> argparse.ArgumentParser:
     return p
 
 
+def build_merge_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m ingest merge",
+        description="Combine Faultline stores (e.g. shards ingested on several machines) into one: runs with their "
+                    "instances and predictions, analyses, classifications, taxonomies, reviews, cached LLM answers and "
+                    "LLM call records, all in one transaction. A run in two stores is one run; with different content "
+                    "the merge is refused, naming both stores.",
+    )
+    p.add_argument("stores", nargs="+", metavar="STORE", help="a Faultline store (.duckdb file) to bring in")
+    p.add_argument("--db", help="the store to merge into, created when missing (default: $FAULTLINE_DB, else data/faultline.duckdb)")
+    return p
+
+
+def merge_main(argv: list[str]) -> int:
+    from store.merge import merge_stores
+
+    args = build_merge_parser().parse_args(argv)
+    try:
+        summary = merge_stores(args.stores, db=args.db)
+    except FaultlineError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("interrupted: nothing from this merge was written", file=sys.stderr)
+        return 130
+    print(summary.line())
+    return 0
+
+
 def export_main(argv: list[str]) -> int:
     from .export import export_eee
 
@@ -98,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["export"]:
         return export_main(argv[1:])
+    if argv[:1] == ["merge"]:
+        return merge_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.migrate is not None and (args.paths or args.demo):

@@ -33,7 +33,7 @@ ENV = {
 _CHUNK = 1 * MiB
 
 
-def _parse_size(name: str, raw: str) -> int:
+def parse_size(name: str, raw: str) -> int:
     text = raw.strip().upper().removesuffix("B").removesuffix("I")
     scale = {"K": KiB, "M": MiB, "G": GiB}.get(text[-1:], 1)
     digits = text[:-1] if scale > 1 else text
@@ -63,7 +63,7 @@ class Limits:
     @classmethod
     def from_env(cls) -> "Limits":
         """The defaults, overridden by the FAULTLINE_MAX_* environment variables."""
-        values = {field: _parse_size(var, os.environ[var]) for field, var in ENV.items() if os.environ.get(var)}
+        values = {field: parse_size(var, os.environ[var]) for field, var in ENV.items() if os.environ.get(var)}
         return cls(**values)
 
 

@@ -1,5 +1,8 @@
-"""Loading logs into the store: parse every input of a command first, then write them all in one
-transaction, so that one command stores all of its inputs or none of them."""
+"""Loading logs into the store, one command at a time: each input is parsed run by run; the runs
+are held in memory up to one chunk and staged on disk beyond it (store/staging.py), then moved
+into the store in one transaction. So one command stores all of its inputs or none of them,
+readers keep reading while it parses, and memory is bounded by a chunk and the largest run, not
+by the whole load."""
 
 from __future__ import annotations
 
@@ -11,8 +14,11 @@ import signal
 import sys
 import threading
 import time
+from collections import deque
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from itertools import islice
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -20,14 +26,15 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from store import writable_db_path, write_session
-from store.writes import transaction
-from store.runs import StagedRun, replace_runs, stage_run
+from store import writable_db_path
+from store.db import is_duckdb_file
+from store.runs import LateRule, StagedRun, stage_run
+from store.staging import CHUNK_BYTES_DEFAULT, RunStaging
 
 from . import files
 from .errors import IngestError
 from .jsonio import TOO_DEEP
-from .limits import human
+from .limits import human, parse_size
 from .options import ReadOptions
 from .records import ParsedRun, Skipped
 from .registry import Reader, by_name, choose
@@ -37,16 +44,24 @@ from .report import RunNote, details, resolve_pending, skipped_files
 # a 120 MB HELM suite parses in 2-3 s of CPU, and starting spawned workers costs about a second.
 PARALLEL_MIN_BYTES_DEFAULT = 256 * 1024 * 1024
 PARALLEL_ENV = "FAULTLINE_PARALLEL_MIN_BYTES"
+# Parts (HELM runs) handed to the workers ahead of the one being staged, per worker.
+PARTS_IN_FLIGHT_PER_WORKER = 2
+CHUNK_ENV = "FAULTLINE_INGEST_CHUNK_BYTES"
 
 
 def parallel_min_bytes() -> int:
-    raw = os.environ.get(PARALLEL_ENV)
-    if not raw:
-        return PARALLEL_MIN_BYTES_DEFAULT
-    try:
-        return int(raw)
-    except ValueError:
-        raise IngestError(f"{PARALLEL_ENV}={raw!r}: expected a number of bytes") from None
+    return _env_bytes(PARALLEL_ENV, PARALLEL_MIN_BYTES_DEFAULT)
+
+
+def chunk_bytes() -> int:
+    """How much parsed run data an ingest holds in memory before writing it to its staging
+    folder (store/staging.py)."""
+    return _env_bytes(CHUNK_ENV, CHUNK_BYTES_DEFAULT)
+
+
+def _env_bytes(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    return parse_size(name, raw) if raw else default
 
 
 @dataclass(frozen=True)
@@ -133,12 +148,20 @@ def _read_staged(reader: Reader, path: Path, options: ReadOptions) -> Iterator[_
             yield _stage(parsed, options)
         return
     with worker_pool(workers) as pool:
-        futures = [pool.submit(_read_part, reader.name, part, options) for part in parts]
+        # a bounded window of parts in flight: the workers stay busy while this process stages,
+        # and parsed runs never pile up faster than they are written
+        todo = iter(parts)
+        running = deque(pool.submit(_read_part, reader.name, part, options)
+                        for part in islice(todo, PARTS_IN_FLIGHT_PER_WORKER * workers))
         try:
-            for future in futures:
-                yield from future.result()
+            while running:
+                done = running.popleft().result()
+                for part in islice(todo, 1):
+                    running.append(pool.submit(_read_part, reader.name, part, options))
+                yield from done
+                del done
         finally:
-            for future in futures:
+            for future in running:
                 future.cancel()
 
 
@@ -184,12 +207,15 @@ class IngestSummary:
         )
 
 
-def _read_input(path: Path, fmt: str, options: ReadOptions, bar, summary: IngestSummary) -> list[_Staged]:
+def _read_input(path: Path, fmt: str, options: ReadOptions, bar, summary: IngestSummary) -> Iterator[_Staged]:
+    """The runs of one input, as they are parsed; skipped files go to the summary."""
+    if path.is_file() and is_duckdb_file(path):
+        raise IngestError(f"{path}: a DuckDB database, not a log; to bring in the runs and analyses of another "
+                          f"Faultline store: python -m ingest merge {path} --db {summary.db}")
     readers = choose(path, fmt)
     if bar is not None:
         bar.total = (bar.total or 0) + sum(r.count_runs(path) for r in readers)
         bar.refresh()
-    staged: list[_Staged] = []
     try:
         for reader in readers:
             for item in _read_staged(reader, path, options):
@@ -197,7 +223,7 @@ def _read_input(path: Path, fmt: str, options: ReadOptions, bar, summary: Ingest
                     # what a reader found but cannot analyse (e.g. text-to-image records)
                     summary.skipped.setdefault(item.reason, []).append(item.path)
                 else:
-                    staged.append(item)
+                    yield item
                 if bar is not None:
                     bar.update(1)
     except RecursionError:
@@ -205,55 +231,82 @@ def _read_input(path: Path, fmt: str, options: ReadOptions, bar, summary: Ingest
         raise IngestError(f"{path}: {TOO_DEEP}") from None
     for reason, found in skipped_files(path, readers).items():
         summary.skipped.setdefault(reason, []).extend(map(str, found))
-    return staged
 
 
-def _one_per_run(staged: list[_Staged], remarks: list[str]) -> list[_Staged]:
-    """Each run once: the same file named twice is read once; two files claiming one run refused."""
-    by_id: dict[str, _Staged] = {}
-    repeated: list[str] = []
-    for item in staged:
-        earlier = by_id.get(item.run.run_id)
+@dataclass
+class _Kept:
+    """What the summary needs of a staged run once its rows are on disk."""
+
+    source: str
+    n_predictions: int
+    n_failures: int
+    n_infra_errors: int
+    notes: tuple[str, ...]
+    verdicts: RunNote
+
+
+class _Runs:
+    """The runs of a command, in the order read, each once: the same file named twice is read
+    once; two files claiming one run are refused, naming both."""
+
+    def __init__(self) -> None:
+        self.kept: dict[str, _Kept] = {}
+        self.repeated: list[str] = []
+
+    def keep(self, item: _Staged) -> bool:
+        """Whether `item` is a run not seen before in this command (to be staged)."""
+        earlier = self.kept.get(item.run.run_id)
         if earlier is None:
-            by_id[item.run.run_id] = item
-        elif earlier.source == item.source:
-            repeated.append(item.source)
-        else:
-            raise IngestError(
-                f"{earlier.source} and {item.source} are the same run (same suite and run name, or the "
-                "same task id): remove one copy, or ingest them into different stores"
-            )
-    if repeated:
+            run = item.run
+            self.kept[run.run_id] = _Kept(item.source, run.n_predictions, run.n_failures, run.n_infra_errors,
+                                          item.notes, item.verdicts)
+            return True
+        if earlier.source == item.source:
+            self.repeated.append(item.source)
+            return False
+        raise IngestError(
+            f"{earlier.source} and {item.source} are the same run (same suite and run name, or the "
+            "same task id): remove one copy, or ingest them into different stores"
+        )
+
+    def remark(self) -> list[str]:
+        if not self.repeated:
+            return []
+        repeated = self.repeated
         example = f" ({repeated[0]})" if len(repeated) == 1 else f" (e.g. {repeated[0]})"
-        remarks.append(f"{len(repeated)} run(s) given more than once{example}, stored once")
-    return list(by_id.values())
+        return [f"{len(repeated)} run(s) given more than once{example}, stored once"]
+
+    def late_rules(self) -> list[LateRule]:
+        """Scales read from a dataset's column span every input of the command: now that all are
+        read, decide them; the runs they judge are judged as they are written."""
+        kept = list(self.kept.values())
+        notes = [k.verdicts for k in kept]
+        judged = resolve_pending(notes)
+        for k, note in zip(kept, notes):
+            k.verdicts = note
+        return [LateRule(notes[i].run_id, **notes[i].rule.run_fields()) for i in judged]
+
+    def count_failures(self, counts: dict[str, tuple[int, int]]) -> None:
+        """The verdicts of the runs judged as they were written."""
+        for run_id, (judged, failed) in counts.items():
+            kept = self.kept[run_id]
+            kept.n_failures = failed
+            kept.verdicts = replace(kept.verdicts, n_judged=judged, n_failed=failed)
 
 
-def _judge_pending(staged: list[_Staged]) -> list[_Staged]:
-    """Scales read from a dataset's column span every input of the command: judge those runs now."""
-    runs = [s.run for s in staged]
-    notes = [s.verdicts for s in staged]
-    resolve_pending(runs, notes)
-    return [replace(s, run=run, verdicts=note) for s, run, note in zip(staged, runs, notes)]
+@contextmanager
+def _confined(roots: tuple[str, ...]):
+    """Files outside `roots` refused while the inputs are read (ingest/files.py)."""
+    files.confine(roots)
+    try:
+        yield
+    finally:
+        files.confine(None)
 
 
-def ingest_paths(
-    paths: Iterable[str | Path],
-    db: str | Path | None = None,
-    fmt: str = "auto",
-    options: ReadOptions | None = None,
-    progress: bool = False,
-) -> IngestSummary:
-    """Read every path, then store them all in one transaction.
-
-    All or nothing: any bad input raises IngestError before anything is written, and the write
-    either commits every run of the command or none (what was stored before stays untouched).
-    Parsed runs are held in columnar form until the write, which takes about as much memory as
-    the predictions' text.
-    """
-    options = options or ReadOptions()
-    started = time.perf_counter()
-    summary = IngestSummary(db=writable_db_path(db))
+@contextmanager
+def _parsing(progress: bool):
+    """A progress bar (or None) for the parsing, with cycle collection off meanwhile."""
     bar = None
     if progress:
         from tqdm import tqdm
@@ -263,27 +316,51 @@ def ingest_paths(
     # over and over (a quarter of the CPU time on a 120 MB suite) and find nothing to free.
     collecting = gc.isenabled()
     gc.disable()
-    files.confine(options.only_under)
     try:
-        staged: list[_Staged] = []
-        for raw in paths:
-            staged.extend(_read_input(Path(raw), fmt, options, bar, summary))
+        yield bar
     finally:
-        files.confine(None)
         if collecting:
             gc.enable()
         if bar is not None:
             bar.close()
-    staged = _judge_pending(_one_per_run(staged, summary.remarks))
-    with write_session(db) as con, transaction(con):
-        replace_runs(con, [s.run for s in staged])
-    for item in staged:
+
+
+def ingest_paths(
+    paths: Iterable[str | Path],
+    db: str | Path | None = None,
+    fmt: str = "auto",
+    options: ReadOptions | None = None,
+    progress: bool = False,
+) -> IngestSummary:
+    """Read every path and store all their runs in one transaction.
+
+    All or nothing: any bad input raises IngestError before the store is touched, and the write
+    either commits every run of the command or none (what was stored before stays untouched).
+    Runs beyond one chunk are staged on disk as they are parsed (store/staging.py), so memory
+    does not grow with the number of runs; the store is held for writing only while they are
+    moved in.
+    """
+    options = options or ReadOptions()
+    started = time.perf_counter()
+    summary = IngestSummary(db=writable_db_path(db))
+    runs = _Runs()
+    with RunStaging(summary.db, chunk_bytes()) as staging:
+        with _parsing(progress) as bar, _confined(options.only_under):
+            for raw in paths:
+                for item in _read_input(Path(raw), fmt, options, bar, summary):
+                    if runs.keep(item) and staging.add(item.run):
+                        # a chunk went to disk: free what parsing it left behind in reference cycles
+                        gc.collect()
+                    del item
+        runs.count_failures(staging.commit(runs.late_rules()))
+    summary.remarks.extend(runs.remark())
+    for run_id, kept in runs.kept.items():
         summary.runs += 1
-        summary.predictions += item.run.n_predictions
-        summary.failures += item.run.n_failures
-        summary.infra_errors += item.run.n_infra_errors
-        summary.run_ids.append(item.run.run_id)
-        summary.notes.append(item.verdicts)
-        summary.remarks.extend(item.notes)
+        summary.predictions += kept.n_predictions
+        summary.failures += kept.n_failures
+        summary.infra_errors += kept.n_infra_errors
+        summary.run_ids.append(run_id)
+        summary.notes.append(kept.verdicts)
+        summary.remarks.extend(kept.notes)
     summary.seconds = time.perf_counter() - started
     return summary

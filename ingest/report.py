@@ -14,8 +14,6 @@ from .passfail import PassRule, flag, is_finite, metric_key, refusal, settle
 from .walk import every_file_below, helm_bookkeeping, helm_runs_below
 
 if TYPE_CHECKING:
-    from store.runs import StagedRun
-
     from .load import IngestSummary
     from .records import ParsedRun
     from .registry import Reader
@@ -72,19 +70,18 @@ class RunNote:
         )
 
 
-def resolve_pending(staged: list["StagedRun"], notes: list[RunNote]) -> None:
+def resolve_pending(notes: list[RunNote]) -> list[int]:
     """Settle every run's scale on the whole dataset column — every run of the ingest with the
-    same dataset, metric and direction — and rejudge, in place, the runs whose scale changed.
+    same dataset, metric and direction — in place. Returns the positions of the runs whose rule
+    changed: their predictions are judged again as they are written (store.runs `LateRule`).
     Datasets no evidence gives a scale are refused, all of them in one error."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     groups: dict[tuple, list[int]] = {}
     for i, note in enumerate(notes):
         if note.rule.metric is not None and (note.rule.candidates or note.rule.threshold is None):
             key = (note.dataset, metric_key(note.rule.metric), note.rule.lower_is_better)
             groups.setdefault(key, []).append(i)
     problems: dict[tuple, tuple[str, str, str, str]] = {}
+    changed = []
     for key, members in groups.items():
         lows = [notes[i].score_min for i in members if notes[i].score_min is not None]
         highs = [notes[i].score_max for i in members if notes[i].score_max is not None]
@@ -98,16 +95,11 @@ def resolve_pending(staged: list["StagedRun"], notes: list[RunNote]) -> None:
                 problems.setdefault(key, (notes[i].dataset, old.metric, where, rule.refused))
                 continue
             notes[i] = replace(notes[i], rule=rule)
-            if (rule.low, rule.high, rule.threshold) == (old.low, old.high, old.threshold):
-                continue
-            preds = staged[i].predictions
-            score = preds.column("score")
-            verdict = pc.less_equal(score, rule.threshold) if rule.lower_is_better else pc.greater_equal(score, rule.threshold)
-            verdict = pc.if_else(preds.column("infra_error"), pa.scalar(None, pa.bool_()), verdict)
-            staged[i] = staged[i].rejudged(verdict, **rule.run_fields())
-            notes[i] = replace(notes[i], n_judged=len(verdict) - verdict.null_count, n_failed=staged[i].n_failures)
+            if (rule.low, rule.high, rule.threshold) != (old.low, old.high, old.threshold):
+                changed.append(i)
     if problems:
         raise refusal(list(problems.values()))
+    return changed
 
 
 def threshold_lines(notes: Iterable[RunNote]) -> list[str]:

@@ -85,18 +85,15 @@ def review_queue(con: duckdb.DuckDBPyConnection, analyst: str, per_stratum: int 
     cte, params = _latest_cte(models, datasets, domains, split=split)
     return con.sql(
         f"""{cte}
-            SELECT l.dataset, l.instance_id, l.model, f.category, f.error_title
-            FROM latest l
-            JOIN failure_labels f ON f.run_id = l.run_id AND f.instance_id = l.instance_id
-                                 AND f.train_trial_index = l.train_trial_index
+            SELECT l.dataset, l.instance_id, l.model, l.category, l.error_title
+            FROM labelled l
             LEFT JOIN reviews r ON r.run_id = l.run_id AND r.instance_id = l.instance_id
-                               AND r.analyst = f.analyst
-            WHERE NOT l.is_correct AND f.analyst = ? AND f.category IS NOT NULL
-              AND r.review_id IS NULL
+                               AND r.analyst = l.analyst
+            WHERE l.analyst = ? AND l.category IS NOT NULL AND r.review_id IS NULL
             QUALIFY row_number() OVER (
-                PARTITION BY f.category, l.model
+                PARTITION BY l.category, l.model
                 ORDER BY hash(l.run_id || ':' || l.instance_id || ':' || l.train_trial_index)) <= ?
-            ORDER BY f.category, l.model, l.dataset, l.instance_id""",
+            ORDER BY l.category, l.model, l.dataset, l.instance_id""",
         params=[*params, analyst, per_stratum],
     ).pl()
 

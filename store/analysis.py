@@ -416,6 +416,7 @@ def refresh_labels(con: duckdb.DuckDBPyConnection, analysed: Sequence[tuple] | N
     if analysed is None:
         con.execute("DELETE FROM failure_labels")
         con.execute(_LABELS.format(keys=""))
+        refresh_latest_labels(con)
         return
     columns = list(zip(*analysed)) if analysed else [[], [], [], []]
     con.register("_analysed", pa.table(
@@ -433,5 +434,42 @@ def refresh_labels(con: duckdb.DuckDBPyConnection, analysed: Sequence[tuple] | N
         on = " AND ".join(f"{{t}}.{c} = k.{c}" for c in _KEY)
         con.execute(f"DELETE FROM failure_labels USING _label_keys k WHERE {on.format(t='failure_labels')}")
         con.execute(_LABELS.format(keys=f"JOIN _label_keys k ON {on.format(t='a')}"))
+        refresh_latest_labels(con, "_label_keys")
     finally:
         con.execute("DROP TABLE _label_keys")
+
+
+# The label of each failed latest outcome, per analyst (migration 014); `{keys}` narrows it.
+_LATEST_LABELS = """
+    INSERT INTO latest_labels (model, model_name, dataset, domain, split, is_main_split,
+        instance_id, run_id, train_trial_index, analyst, error_title, category, taxonomy_version,
+        classifier)
+    SELECT o.model, o.model_name, o.dataset, o.domain, o.split, o.is_main_split, o.instance_id,
+           o.run_id, o.train_trial_index, f.analyst, f.error_title, f.category, f.taxonomy_version,
+           f.classifier
+    FROM latest_outcomes o
+    JOIN failure_labels f ON f.run_id = o.run_id AND f.instance_id = o.instance_id
+                         AND f.train_trial_index = o.train_trial_index
+    {keys}
+    WHERE NOT o.is_correct
+    ORDER BY o.model, o.dataset
+"""
+
+
+def refresh_latest_labels(con: duckdb.DuckDBPyConnection, keys: str | None = None,
+                          groups: str | None = None) -> None:
+    """Bring `latest_labels` up to date (call inside the transaction that changed the labels or
+    the latest outcomes): for the labels whose (run_id, instance_id, train_trial_index, analyst)
+    are in the relation `keys`, or the outcomes of the (model, dataset) groups in the relation
+    `groups`, or else all of it. Relation names come from the callers' code, never input."""
+    if keys is not None:
+        on = " AND ".join(f"{{t}}.{c} = k.{c}" for c in _KEY)
+        con.execute(f"DELETE FROM latest_labels USING {keys} k WHERE {on.format(t='latest_labels')}")
+        con.execute(_LATEST_LABELS.format(keys=f"JOIN {keys} k ON {on.format(t='f')}"))
+    elif groups is not None:
+        con.execute(f"DELETE FROM latest_labels USING {groups} g "
+                    "WHERE latest_labels.model_name = g.model AND latest_labels.dataset = g.dataset")
+        con.execute(_LATEST_LABELS.format(keys=f"JOIN {groups} g ON g.model = o.model_name AND g.dataset = o.dataset"))
+    else:
+        con.execute("DELETE FROM latest_labels")
+        con.execute(_LATEST_LABELS.format(keys=""))

@@ -122,6 +122,15 @@ def _is_empty_file(path: Path) -> bool:
         return False
 
 
+def is_duckdb_file(path: Path) -> bool:
+    """Whether `path` is a DuckDB database file (its header's magic bytes)."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(12)[8:12] == b"DUCK"
+    except OSError:
+        return False
+
+
 def _check_ready(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     """EmptyStoreError for a store never set up; OutdatedStoreError for one an older Faultline
     wrote (migrations missing: the queries would meet tables and columns it lacks)."""

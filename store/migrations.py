@@ -381,6 +381,41 @@ MIGRATIONS: list[tuple[str, str]] = [
         """,
     ),
     (
+        "014_latest_labels",
+        # The label of every failed latest outcome, per analyst, kept beside latest_outcomes (by
+        # the ingest for the groups it writes, store/runs.py; by the analysis for the labels it
+        # changes, store/analysis.py): the pages count failures by category from this table
+        # alone instead of joining every outcome to every label at each read (at 10,000,000
+        # predictions that join was most of each page's time). Filled from the two tables here.
+        """
+        CREATE TABLE latest_labels (
+            model VARCHAR NOT NULL,
+            model_name VARCHAR NOT NULL,
+            dataset VARCHAR NOT NULL,
+            domain VARCHAR,
+            split VARCHAR,
+            is_main_split BOOLEAN NOT NULL,
+            instance_id VARCHAR NOT NULL,
+            run_id VARCHAR NOT NULL,
+            train_trial_index INTEGER NOT NULL,
+            analyst VARCHAR NOT NULL,
+            error_title VARCHAR NOT NULL,
+            category VARCHAR,
+            taxonomy_version VARCHAR,
+            classifier VARCHAR
+        );
+        INSERT INTO latest_labels
+        SELECT o.model, o.model_name, o.dataset, o.domain, o.split, o.is_main_split, o.instance_id,
+               o.run_id, o.train_trial_index, f.analyst, f.error_title, f.category,
+               f.taxonomy_version, f.classifier
+        FROM latest_outcomes o
+        JOIN failure_labels f ON f.run_id = o.run_id AND f.instance_id = o.instance_id
+                             AND f.train_trial_index = o.train_trial_index
+        WHERE NOT o.is_correct
+        ORDER BY o.model, o.dataset;
+        """,
+    ),
+    (
         "015_llm_batches",
         # Requests sent through a provider's batch API (taxonomy/batch.py): one row per submitted
         # batch, written before the batch is created so that a run killed at any point can find

@@ -8,7 +8,8 @@ Rules shared by every query:
 - A "model" is what pages select: the log's model name, plus " · variant" when the run has one
   (store/runs.py), so two settings of one model are two models here.
 - A model's outcome on a question is its row in `latest_outcomes`, which the ingest keeps (one
-  scored outcome per model, dataset and question), so re-ingesting never double-counts.
+  scored outcome per model, dataset and question), so re-ingesting never double-counts; the
+  analysts' labels of those that failed are `latest_labels`, kept with it.
 - `split`: "main" (default) keeps each run's main split (every row of a run without one), "all"
   keeps every split, any other value keeps that split.
 - Failure categories count only failures of those outcomes, for one analyst, with a category
@@ -28,28 +29,39 @@ from .runs import model_key_sql
 
 MAIN_SPLIT, ALL_SPLITS = "main", "all"
 
+# the classified failures among `latest` (one `?`: the analyst)
 _CLASSIFIED = """
-    SELECT o.model, o.dataset, o.domain, o.instance_id, o.run_id, o.train_trial_index,
-           f.category, f.error_title, f.taxonomy_version
-    FROM latest o
-    JOIN failure_labels f
-      ON f.run_id = o.run_id AND f.instance_id = o.instance_id
-     AND f.train_trial_index = o.train_trial_index
-    WHERE NOT o.is_correct AND f.analyst = ? AND f.category IS NOT NULL
+    SELECT model, dataset, domain, instance_id, run_id, train_trial_index, category, error_title,
+           taxonomy_version
+    FROM labelled WHERE analyst = ? AND category IS NOT NULL
 """
 
 # A and B paired on one question: by id within the dataset, then the questions left over by the
 # hash of their text, the k-th copy of a hash on one side with the k-th on the other, so no
-# question is paired twice.
+# question is paired twice. Each side carries the analyst's label of its outcome when that failed
+# (six `?`: the analyst, A, A, the analyst, B, B; latest_labels holds failed outcomes only),
+# joined before pairing: one model's outcomes to its own labels.
 _PAIRED = """
-    side_a AS (SELECT * FROM latest WHERE model = ?),
-    side_b AS (SELECT * FROM latest WHERE model = ?),
+    side_a AS (
+        SELECT o.*, l.category, l.error_title FROM latest o
+        LEFT JOIN (SELECT * FROM latest_labels WHERE analyst = ? AND model = ? AND category IS NOT NULL) l
+          ON l.run_id = o.run_id AND l.instance_id = o.instance_id AND l.train_trial_index = o.train_trial_index
+        WHERE o.model = ?
+    ),
+    side_b AS (
+        SELECT o.*, l.category, l.error_title FROM latest o
+        LEFT JOIN (SELECT * FROM latest_labels WHERE analyst = ? AND model = ? AND category IS NOT NULL) l
+          ON l.run_id = o.run_id AND l.instance_id = o.instance_id AND l.train_trial_index = o.train_trial_index
+        WHERE o.model = ?
+    ),
     joined AS (
         SELECT coalesce(a.dataset, b.dataset) AS dataset, a.domain,
                a.instance_id, a.question_hash AS a_hash, a.run_id AS a_run,
                a.train_trial_index AS a_trial, a.is_correct AS a_correct,
+               a.category AS a_category, a.error_title AS a_title,
                b.instance_id AS b_instance_id, b.question_hash AS b_hash, b.run_id AS b_run,
-               b.train_trial_index AS b_trial, b.is_correct AS b_correct
+               b.train_trial_index AS b_trial, b.is_correct AS b_correct,
+               b.category AS b_category, b.error_title AS b_title
         FROM side_a a FULL JOIN side_b b ON b.dataset = a.dataset AND b.instance_id = a.instance_id
     ),
     rest_a AS (
@@ -62,11 +74,13 @@ _PAIRED = """
     ),
     paired AS (
         SELECT 'id' AS paired_by, dataset, domain, instance_id, b_instance_id,
-               a_run, a_trial, a_correct, b_run, b_trial, b_correct
+               a_run, a_trial, a_correct, a_category, a_title,
+               b_run, b_trial, b_correct, b_category, b_title
         FROM joined WHERE instance_id IS NOT NULL AND b_instance_id IS NOT NULL
         UNION ALL
         SELECT 'content', ra.dataset, ra.domain, ra.instance_id, rb.b_instance_id,
-               ra.a_run, ra.a_trial, ra.a_correct, rb.b_run, rb.b_trial, rb.b_correct
+               ra.a_run, ra.a_trial, ra.a_correct, ra.a_category, ra.a_title,
+               rb.b_run, rb.b_trial, rb.b_correct, rb.b_category, rb.b_title
         FROM rest_a ra JOIN rest_b rb
           ON rb.dataset = ra.dataset AND rb.b_hash = ra.a_hash AND rb.k = ra.k
     )
@@ -104,9 +118,13 @@ def _split_sql(split: str) -> tuple[str, list]:
 
 def _latest_cte(models=None, datasets=None, domains=None, instance_ids=None,
                 split: str = MAIN_SPLIT) -> tuple[str, list]:
+    """`latest`: the outcomes under the filters; `labelled`: the labels of those that failed."""
     where, params = _filter_sql(models, datasets, domains, instance_ids)
     part, extra = _split_sql(split)
-    return f"WITH latest AS (SELECT * FROM latest_outcomes WHERE true {where}{part})", params + extra
+    # not materialized: a query that reads `latest` twice, once per model (pairs), reads only
+    # each model's rows (both tables are stored by model) instead of a copy of both models' rows
+    return (f"WITH latest AS NOT MATERIALIZED (SELECT * FROM latest_outcomes WHERE true {where}{part}), "
+            f"labelled AS (SELECT * FROM latest_labels WHERE true {where}{part})"), (params + extra) * 2
 
 
 def has_data(con: duckdb.DuckDBPyConnection) -> bool:
@@ -188,14 +206,10 @@ def analysts(con, models=None, datasets=None, domains=None, split: str = MAIN_SP
     return _frame(
         con,
         f"""{cte}
-        SELECT f.analyst, count(*) AS analysed, count(f.category) AS classified,
-               string_agg(DISTINCT f.classifier, ', ') AS classifiers
-        FROM latest o
-        JOIN failure_labels f
-          ON f.run_id = o.run_id AND f.instance_id = o.instance_id
-         AND f.train_trial_index = o.train_trial_index
-        WHERE NOT o.is_correct
-        GROUP BY f.analyst ORDER BY analysed DESC, f.analyst
+        SELECT analyst, count(*) AS analysed, count(category) AS classified,
+               string_agg(DISTINCT classifier, ', ') AS classifiers
+        FROM labelled
+        GROUP BY analyst ORDER BY analysed DESC, analyst
         """,
         params,
     )
@@ -278,15 +292,6 @@ def shared_questions(con, models=None, datasets=None, domains=None,
     return pl.DataFrame(rows, schema={"a": pl.String, "b": pl.String, "shared": pl.Int64}, orient="row")
 
 
-# the analyst's label of each side's failure in a pair `p` (two `?`: the analyst, twice)
-_PAIR_LABELS = """LEFT JOIN failure_labels la ON la.analyst = ? AND la.category IS NOT NULL
-                                   AND la.run_id = p.a_run AND la.instance_id = p.instance_id
-                                   AND la.train_trial_index = p.a_trial AND NOT p.a_correct
-        LEFT JOIN failure_labels lb ON lb.analyst = ? AND lb.category IS NOT NULL
-                                   AND lb.run_id = p.b_run AND lb.instance_id = p.b_instance_id
-                                   AND lb.train_trial_index = p.b_trial AND NOT p.b_correct"""
-
-
 def pair_counts(con, a: str, b: str, analyst: str | None, datasets=None, domains=None,
                 split: str = MAIN_SPLIT) -> pl.DataFrame:
     """Questions both models answered, counted by how they were paired ("id" or "content"),
@@ -296,13 +301,11 @@ def pair_counts(con, a: str, b: str, analyst: str | None, datasets=None, domains
     return _frame(
         con,
         f"""{cte}, {_PAIRED}
-        SELECT p.paired_by, p.a_correct, p.b_correct, la.category AS a_category,
-               lb.category AS b_category, count(*) AS n
-        FROM paired p
-        {_PAIR_LABELS}
+        SELECT paired_by, a_correct, b_correct, a_category, b_category, count(*) AS n
+        FROM paired
         GROUP BY ALL ORDER BY ALL
         """,
-        [*params, a, b, analyst, analyst],
+        [*params, analyst, a, a, analyst, b, b],
     )
 
 
@@ -330,18 +333,17 @@ def discordant(con, a: str, b: str, analyst: str | None, datasets=None, domains=
         SELECT p.which, p.dataset, p.domain, p.instance_id, p.b_instance_id, i.input_text, i.refs,
                i.choices, pa.output_text AS a_output, pa.mapped_output AS a_mapped,
                pb.output_text AS b_output, pb.mapped_output AS b_mapped,
-               coalesce(la.category, lb.category) AS category,
-               coalesce(la.error_title, lb.error_title) AS error_title
+               coalesce(p.a_category, p.b_category) AS category,
+               coalesce(p.a_title, p.b_title) AS error_title
         FROM picked p
         JOIN instances i ON i.run_id = p.a_run AND i.instance_id = p.instance_id
         JOIN predictions pa ON pa.run_id = p.a_run AND pa.instance_id = p.instance_id
                            AND pa.train_trial_index = p.a_trial
         JOIN predictions pb ON pb.run_id = p.b_run AND pb.instance_id = p.b_instance_id
                            AND pb.train_trial_index = p.b_trial
-        {_PAIR_LABELS}
         ORDER BY p.which, p.dataset, p.instance_id
         """,
-        [*params, a, b, which, which, limit, offset, analyst, analyst],
+        [*params, analyst, a, a, analyst, b, b, which, which, limit, offset],
     )
 
 
@@ -391,14 +393,19 @@ def instance_list(con, analyst: str | None, models=None, datasets=None, domains=
         text_where = (" AND (contains(lower(i.input_text), ?) OR contains(lower(p.output_text), ?)"
                       " OR contains(lower(o.instance_id), ?) OR contains(lower(o.error_title), ?))")
         text_params = [text.lower()] * 4
-    # without a text search the first rows are picked before their texts are read
+    # without a text search the first rows are picked before their texts are read, and without
+    # a category too before their labels are
     first = "" if text else "ORDER BY o.dataset, o.instance_id, o.model LIMIT ?"
+    source = "latest"
+    if not (category or text):
+        source, first = (f"(SELECT dataset, instance_id, model, domain, is_correct, run_id, train_trial_index"
+                         f" FROM latest o WHERE true {where} {first})"), ""
     return _frame(
         con,
         f"""{cte}, classified AS ({_CLASSIFIED}),
         picked AS (
             SELECT o.*, c.category, c.error_title
-            FROM latest o
+            FROM {source} o
             LEFT JOIN classified c ON c.run_id = o.run_id AND c.instance_id = o.instance_id
                                   AND c.train_trial_index = o.train_trial_index
             WHERE true {where}
@@ -453,16 +460,16 @@ def instance_detail(con, dataset: str, instance_id: str, analyst: str | None,
     rows = con.execute(
         f"""{cte},
         analysis AS (
-            SELECT * FROM analyses WHERE analyst = ?
+            SELECT * FROM analyses WHERE analyst = ? AND instance_id = ?
             QUALIFY row_number() OVER (
                 PARTITION BY run_id, instance_id, train_trial_index ORDER BY created_at DESC) = 1
         ),
         latest_class AS (
-            SELECT * FROM classifications
+            SELECT * FROM classifications WHERE error_title IN (SELECT error_title FROM analysis)
             QUALIFY row_number() OVER (PARTITION BY error_title ORDER BY created_at DESC) = 1
         ),
         review AS (
-            SELECT * FROM reviews WHERE analyst = ?
+            SELECT * FROM reviews WHERE analyst = ? AND instance_id = ?
             QUALIFY row_number() OVER (
                 PARTITION BY run_id, instance_id ORDER BY created_at DESC, review_id DESC) = 1
         )
@@ -487,7 +494,7 @@ def instance_detail(con, dataset: str, instance_id: str, analyst: str | None,
         LEFT JOIN review r ON r.run_id = o.run_id AND r.instance_id = o.instance_id
         ORDER BY o.model
         """,
-        [*params, analyst, analyst],
+        [*params, analyst, instance_id, analyst, instance_id],
     )
     columns = [d[0] for d in rows.description]
     out = []

@@ -5,19 +5,22 @@ on every page load:
 - each run's `variant`: what tells it apart from the model's other runs on the dataset (settings
   that differ, else the part of the log path that differs), so "model · variant" is a model of
   its own everywhere;
-- `latest_outcomes`: one scored outcome per (model key, dataset, question).
+- `latest_outcomes`: one scored outcome per (model key, dataset, question), and
+  `latest_labels`, the analysts' labels of those that failed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields as dataclass_fields
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
 import orjson
 import pyarrow as pa
-import pyarrow.compute  # noqa: F401  (pa.compute)
+
+from .analysis import refresh_latest_labels
 
 if TYPE_CHECKING:
     import duckdb
@@ -61,18 +64,6 @@ class StagedRun:
     n_predictions: int
     n_failures: int
     n_infra_errors: int
-
-    def rejudged(self, is_correct: pa.Array, **run_updates) -> "StagedRun":
-        """This run with new verdicts: the ingest decides some metric scales only once every run is read."""
-        predictions = self.predictions.set_column(
-            self.predictions.schema.get_field_index("is_correct"), "is_correct", is_correct
-        )
-        n_failures = int(pa.compute.sum(pa.compute.invert(is_correct.fill_null(True))).as_py() or 0)
-        values = dict(zip(_RUN_COLUMNS, self.run_values))
-        values.update(run_updates, n_failures=n_failures)
-        return replace(
-            self, run_values=[values[c] for c in _RUN_COLUMNS[:-1]], predictions=predictions, n_failures=n_failures
-        )
 
 
 def stage_run(parsed: "ParsedRun") -> StagedRun:
@@ -143,33 +134,99 @@ def stage_run(parsed: "ParsedRun") -> StagedRun:
     )
 
 
-def replace_runs(con: "duckdb.DuckDBPyConnection", staged: list[StagedRun]) -> None:
-    """Delete any stored copy of these runs, then insert them (call inside a transaction).
+@dataclass(frozen=True)
+class LateRule:
+    """A run's pass rule decided only once every run of its command was read (a metric scale
+    taken from the whole dataset column, ingest/report.py `resolve_pending`): the runs columns
+    that say how it is judged (ingest.passfail `PassRule.run_fields`)."""
+
+    run_id: str
+    metric_min: float | None
+    metric_max: float | None
+    lower_is_better: bool
+    pass_threshold: float | None
+    scale_source: str | None
+    verdict_rule: str | None
+
+
+def run_tables(staged: list[StagedRun]) -> tuple[pa.Table, pa.Table, pa.Table]:
+    """These runs' rows of the runs (without ingested_at), instances and predictions tables."""
+    runs = pa.table({c: pa.array([s.run_values[i] for s in staged]) for i, c in enumerate(_RUN_COLUMNS[:-1])})
+    return (runs, pa.concat_tables([s.instances for s in staged]),
+            pa.concat_tables([s.predictions for s in staged]))
+
+
+def replace_runs(con: "duckdb.DuckDBPyConnection", staged: list[StagedRun],
+                 late: list[LateRule] = ()) -> dict[str, tuple[int, int]]:
+    """Delete any stored copy of these runs, then insert them (call inside a transaction); see
+    `replace_from` for `late` and what is returned.
 
     One statement per table for the whole batch: per-run statements cost more than the rows.
     """
     if not staged:
-        return
-    ids = [s.run_id for s in staged]
+        return {}
+    runs, instances, predictions = run_tables(staged)
+    with (registered(con, "_staged_runs", runs), registered(con, "_staged_instances", instances),
+          registered(con, "_staged_predictions", predictions)):
+        return replace_from(con, "_staged_runs", "_staged_instances", "_staged_predictions", late)
+
+
+def replace_from(con: "duckdb.DuckDBPyConnection", runs: str, instances: str, predictions: str,
+                 late: list[LateRule] = ()) -> dict[str, tuple[int, int]]:
+    """The one way runs enter the store: each replaces any earlier copy of itself, every run of
+    one write gets the same `ingested_at`, runs with a `late` rule are judged by it, and the
+    touched (model, dataset) groups get their variants and latest outcomes recomputed. The
+    first three arguments name relations holding the runs' rows (never input). Returns the
+    (judged, failed) counts of each run judged by a late rule."""
     # a replaced run may have belonged to another group: its old siblings need new variants too
     groups = set(con.execute(
-        "SELECT model, dataset FROM runs WHERE run_id IN (SELECT unnest(?::VARCHAR[]))", [ids]
-    ).fetchall())
+        f"SELECT model, dataset FROM runs WHERE run_id IN (SELECT run_id FROM {runs})").fetchall())
     for table in ("predictions", "instances", "runs"):
-        con.execute(f"DELETE FROM {table} WHERE run_id IN (SELECT unnest(?::VARCHAR[]))", [ids])
-    now = datetime.now()
-    runs = pa.table(
-        {
-            **{c: pa.array([s.run_values[i] for s in staged]) for i, c in enumerate(_RUN_COLUMNS[:-1])},
-            "ingested_at": pa.array([now] * len(staged), pa.timestamp("us")),
-        }
-    )
-    insert_arrow(con, "runs", _RUN_COLUMNS, runs)
-    insert_arrow(con, "instances", _INSTANCE_COLUMNS, pa.concat_tables([s.instances for s in staged]))
-    insert_arrow(con, "predictions", _PREDICTION_COLUMNS, pa.concat_tables([s.predictions for s in staged]))
-    model_at, dataset_at = _RUN_COLUMNS.index("model"), _RUN_COLUMNS.index("dataset")
-    groups |= {(s.run_values[model_at], s.run_values[dataset_at]) for s in staged}
+        con.execute(f"DELETE FROM {table} WHERE run_id IN (SELECT run_id FROM {runs})")
+    # every value but ingested_at is the staged one; the write's own time stamps the whole command
+    cols = ", ".join(_RUN_COLUMNS[:-1])
+    con.execute(f"INSERT INTO runs ({cols}, ingested_at) SELECT {cols}, ? FROM {runs}", [datetime.now()])
+    for table, columns, source in (("instances", _INSTANCE_COLUMNS, instances),
+                                   ("predictions", _PREDICTION_COLUMNS, predictions)):
+        cols = ", ".join(columns)
+        con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {source}")
+    failures = _judge_late(con, late) if late else {}
+    groups |= set(con.execute(f"SELECT DISTINCT model, dataset FROM {runs}").fetchall())
     refresh_groups(con, groups)
+    return failures
+
+
+def _judge_late(con: "duckdb.DuckDBPyConnection", late: list[LateRule]) -> dict[str, tuple[int, int]]:
+    """Judge the predictions of runs whose rule came late again, as `PassRule.judge` does
+    (ingest/passfail.py): pass when the score reaches the threshold (stays at or below it for
+    lower-is-better metrics); a failed request and an unscored prediction get no verdict.
+    Record the rule on each run; return each run's (judged, failed) counts."""
+    fields = [f.name for f in dataclass_fields(LateRule)]
+    types = {"run_id": pa.string(), "lower_is_better": pa.bool_(), "scale_source": pa.string(),
+             "verdict_rule": pa.string()}
+    with registered(con, "_late", pa.table({
+        name: pa.array([getattr(r, name) for r in late], types.get(name, pa.float64())) for name in fields
+    })):
+        con.execute("""
+            UPDATE predictions SET is_correct = CASE
+                WHEN predictions.infra_error OR r.pass_threshold IS NULL OR NOT isfinite(predictions.score) THEN NULL
+                WHEN r.lower_is_better THEN predictions.score <= r.pass_threshold
+                ELSE predictions.score >= r.pass_threshold END
+            FROM _late r WHERE predictions.run_id = r.run_id
+        """)
+        counts = con.execute("""
+            SELECT r.run_id, count(p.is_correct), count(*) FILTER (WHERE p.is_correct = false)
+            FROM _late r LEFT JOIN predictions p USING (run_id) GROUP BY r.run_id
+        """).fetchall()
+        con.execute(f"""
+            UPDATE runs SET {', '.join(f'{n} = r.{n}' for n in fields[1:])}, n_failures = coalesce(f.n, 0)
+            FROM _late r LEFT JOIN (
+                SELECT run_id, count(*) FILTER (WHERE is_correct = false) AS n
+                FROM predictions WHERE run_id IN (SELECT run_id FROM _late) GROUP BY run_id
+            ) f USING (run_id)
+            WHERE runs.run_id = r.run_id
+        """)
+    return {run_id: (judged, failed) for run_id, judged, failed in counts}
 
 
 MODEL_KEY_SEPARATOR = " · "
@@ -196,7 +253,15 @@ _LATEST_INSERT = f"""
         PARTITION BY model_key, r.dataset, p.instance_id
         ORDER BY r.ingested_at DESC, p.run_id DESC, i.perturbation NULLS FIRST,
                  p.train_trial_index) = 1
+    -- stored by model: a query for one model reads only that model's row groups
+    ORDER BY model_key, r.dataset
 """
+
+
+# Latest outcomes are recomputed a batch of groups at a time, each batch holding at most this
+# many predictions: the window that picks each question's outcome then needs memory for one
+# batch, whatever the size of the write (10,000,000 predictions at once ran out of a 256 MB limit).
+LATEST_BATCH_PREDICTIONS = 2_000_000
 
 
 def refresh_groups(con: "duckdb.DuckDBPyConnection", groups: set[tuple[str, str]]) -> None:
@@ -204,36 +269,64 @@ def refresh_groups(con: "duckdb.DuckDBPyConnection", groups: set[tuple[str, str]
     the transaction that changed their runs)."""
     if not groups:
         return
-    models, datasets = zip(*sorted(groups))
-    con.register("_groups", pa.table({"model": pa.array(models, pa.string()),
-                                      "dataset": pa.array(datasets, pa.string())}))
-    try:
+    with registered(con, "_groups", _groups_table(groups)):
         rows = con.execute(
-            "SELECT r.run_id, r.model, r.dataset, r.domain, r.settings, r.source_path, r.variant"
+            "SELECT r.run_id, r.model, r.dataset, r.domain, r.settings, r.source_path, r.variant, r.n_predictions"
             " FROM runs r JOIN _groups g ON g.model = r.model AND g.dataset = r.dataset"
         ).fetchall()
-        by_group: dict[tuple, list[dict]] = {}
-        for run_id, model, dataset, domain, settings, path, old in rows:
-            by_group.setdefault((model, dataset), []).append(dict(
-                run_id=run_id, domain=domain, settings=json.loads(settings) if settings else {},
-                source_path=path, old=old))
-        changed = []
-        for group in by_group.values():
-            new = variants(group)
-            changed += [(r["run_id"], new[r["run_id"]]) for r in group if new[r["run_id"]] != r["old"]]
-        if changed:
-            con.register("_variants", pa.table({"run_id": pa.array([c[0] for c in changed], pa.string()),
-                                                "variant": pa.array([c[1] for c in changed], pa.string())}))
-            try:
-                con.execute("UPDATE runs SET variant = v.variant FROM _variants v"
-                            " WHERE runs.run_id = v.run_id")
-            finally:
-                con.unregister("_variants")
-        con.execute("DELETE FROM latest_outcomes USING _groups g"
-                    " WHERE latest_outcomes.model_name = g.model AND latest_outcomes.dataset = g.dataset")
-        con.execute(_LATEST_INSERT)
-    finally:
-        con.unregister("_groups")
+    by_group: dict[tuple, list[dict]] = {}
+    for run_id, model, dataset, domain, settings, path, old, n in rows:
+        by_group.setdefault((model, dataset), []).append(dict(
+            run_id=run_id, domain=domain, settings=json.loads(settings) if settings else {},
+            source_path=path, old=old, n=n))
+    changed = []
+    for group in by_group.values():
+        new = variants(group)
+        changed += [(r["run_id"], new[r["run_id"]]) for r in group if new[r["run_id"]] != r["old"]]
+    if changed:
+        with registered(con, "_variants", pa.table({"run_id": pa.array([c[0] for c in changed], pa.string()),
+                                                    "variant": pa.array([c[1] for c in changed], pa.string())})):
+            con.execute("UPDATE runs SET variant = v.variant FROM _variants v WHERE runs.run_id = v.run_id")
+    for batch in _batches(sorted(groups), {g: sum(r["n"] for r in runs) for g, runs in by_group.items()}):
+        with registered(con, "_groups", _groups_table(batch)):
+            con.execute("DELETE FROM latest_outcomes USING _groups g"
+                        " WHERE latest_outcomes.model_name = g.model AND latest_outcomes.dataset = g.dataset")
+            con.execute(_LATEST_INSERT)
+            refresh_latest_labels(con, groups="_groups")
+
+
+def _groups_table(groups) -> pa.Table:
+    models, datasets = zip(*groups)
+    return pa.table({"model": pa.array(models, pa.string()), "dataset": pa.array(datasets, pa.string())})
+
+
+def _batches(groups: list[tuple[str, str]], sizes: dict[tuple[str, str], int]) -> list[list[tuple[str, str]]]:
+    """Consecutive groups, up to LATEST_BATCH_PREDICTIONS predictions a batch (a bigger group alone)."""
+    out: list[list[tuple[str, str]]] = [[]]
+    total = 0
+    for group in groups:
+        size = sizes.get(group, 0)
+        if out[-1] and total + size > LATEST_BATCH_PREDICTIONS:
+            out.append([])
+            total = 0
+        out[-1].append(group)
+        total += size
+    return out
+
+
+@contextlib.contextmanager
+def registered(con: "duckdb.DuckDBPyConnection", name: str, table) -> Iterator[None]:
+    """`table` (Arrow, or anything DuckDB scans) visible to SQL as `name` for the block. When the
+    block fails, dropping the name again may fail too (an aborted transaction): the block's own
+    error is the one raised."""
+    con.register(name, table)
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(Exception):
+            con.unregister(name)
+        raise
+    con.unregister(name)
 
 
 def _setting_label(key: str, value) -> str:
@@ -316,13 +409,3 @@ def variants(runs: list[dict]) -> dict[str, str | None]:
     for same in classes.values():
         _name_logs(same, out)
     return out
-
-
-def insert_arrow(con: "duckdb.DuckDBPyConnection", table: str, columns: tuple[str, ...], data: pa.Table) -> None:
-    # table and column names come from the constants above, never from input
-    con.register("_staged", data)
-    try:
-        cols = ", ".join(columns)
-        con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM _staged")
-    finally:
-        con.unregister("_staged")

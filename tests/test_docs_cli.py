@@ -13,6 +13,7 @@ from conftest import ROOT, run_module
 COMMANDS = {
     ("ingest",): ("ingest.md", "verdicts.md"),
     ("ingest", "export"): ("ingest.md",),
+    ("ingest", "merge"): ("ingest.md",),
     ("taxonomy", "analyze"): ("analysis.md",),
     ("taxonomy", "verify"): ("analysis.md",),
     ("taxonomy", "classify"): ("analysis.md",),
