@@ -269,6 +269,9 @@ def test_compare_opens_on_a_pair_that_shares_questions_and_its_chart_downloads_a
         page = browser.new_page(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
         page.goto(base + "/compare")
         settled(page)
+        # the page may run again once it has put the chosen pair in the URL: wait for its figures
+        page.locator("[data-testid='stMetricLabel']", has_text="Only A fails").first.wait_for(timeout=60_000)
+        settled(page)
         body = page.inner_text("[data-testid='stMain']")
         assert f"On {best['shared']} questions both answered" in body, body[:600]
         assert "No failures analysed yet" not in body
