@@ -146,18 +146,35 @@ def suspect_items(con: duckdb.DuckDBPyConnection, analyst: str | None = None, mo
             GROUP BY l.dataset, l.instance_id""",
         params=[*params, analyst],
     ).pl() if analyst else pl.DataFrame(schema={k: _SUSPECT_SCHEMA[k] for k in ("dataset", "instance_id", "failures", "why", "models")})
-    answered = con.sql(f"{cte} SELECT dataset, instance_id, count(*) AS answered FROM latest GROUP BY ALL",
-                       params=params).pl()
-    shared = shared_wrong_answers(con, models, datasets, domains, split, min_models=2, choices_only=False)
+    # questions every model with an outcome fails, picked from the outcomes alone; only their
+    # predictions' answers are then read (at 10,000,000 outcomes, joining the answers in one
+    # query scanned every output text: 1.4 s against 0.1 s for these few)
+    failed = con.sql(
+        f"""{cte}, every_model_fails AS MATERIALIZED (
+                SELECT dataset, instance_id, count(*) AS answered FROM latest GROUP BY ALL
+                HAVING count(*) >= 2 AND count(*) FILTER (WHERE NOT is_correct) = count(*))
+            SELECT l.dataset, l.instance_id, l.model, l.run_id, l.train_trial_index, e.answered
+            FROM latest l JOIN every_model_fails e USING (dataset, instance_id)""",
+        params=params,
+    ).pl()
+    answers = con.sql(
+        """SELECT run_id, instance_id, train_trial_index, coalesce(mapped_output, trim(output_text)) AS answer
+           FROM predictions
+           WHERE run_id IN (SELECT unnest(?::VARCHAR[])) AND instance_id IN (SELECT unnest(?::VARCHAR[]))""",
+        params=[failed["run_id"].unique().to_list(), failed["instance_id"].unique().to_list()],
+    ).pl()
     unanimous = (
-        shared.join(answered, on=["dataset", "instance_id"])
-        .filter((pl.col("models") == pl.col("answered")) & (pl.col("wrong_answer").str.strip_chars() != ""))
-        .select("dataset", "instance_id", pl.col("models").cast(pl.Int64).alias("failures"),
-                (pl.lit("every model fails with the same answer (") + pl.col("models").cast(pl.String) + pl.lit(" models)")).alias("why"),
-                pl.col("wrong_answer").alias("answer"), pl.col("chosen_by").alias("models"))
+        failed.join(answers, on=["run_id", "instance_id", "train_trial_index"])
+        .filter(pl.col("answer").str.strip_chars() != "")
+        .group_by("dataset", "instance_id", "answer", "answered")
+        .agg(failures=pl.len().cast(pl.Int64), models=pl.col("model").sort().str.join(", "))
+        .filter(pl.col("failures") == pl.col("answered"))
+        .select("dataset", "instance_id", "failures",
+                why=pl.format("every model fails with the same answer ({} models)", pl.col("failures")),
+                answer="answer", models="models")
     )
     both = pl.concat([not_model.with_columns(answer=pl.lit(None, pl.String)).select(list(_SUSPECT_SCHEMA)),
-                      unanimous.select(list(_SUSPECT_SCHEMA))], how="vertical_relaxed")
+                      unanimous], how="vertical_relaxed")
     if both.is_empty():
         return pl.DataFrame(schema=_SUSPECT_SCHEMA)
     # a question in both lists: every model fails it, so its failures are the unanimous count
