@@ -220,12 +220,13 @@ def no_analyses(stop: bool = True, scope: str = "matching these filters") -> Non
 
 
 OFFLINE_CAVEAT = (
-    "Labels by the **offline analyst**: it reads only the failed output's surface (cue words and a "
-    "small classifier; no question, reference or other models' answers), so its categories are a "
-    "rough first pass, and an output with no visible cause (a bare option letter, a wrong answer "
-    "with no working) can only be Hard to Analyze. For labels to cite, analyse with an LLM "
-    "(python -m taxonomy analyze --analyst openai/gpt-4o-mini) and check them against reviews on "
-    "the Taxonomy page.")
+    "Labels by the **offline analyst**: fixed rules over what the log holds (the output, the "
+    "references and options, the run's instructions, the judges' notes, where generation "
+    "stopped), no language model; on data like the ErrorMap study's its labels agree with people "
+    "at κ ≈ 0.3, a rough first pass. A failure whose cause the log does not show (a bare option "
+    "letter, a wrong answer with no working) can only be Hard to Analyze. For labels to cite, "
+    "analyse with an LLM (python -m taxonomy analyze --analyst openai/gpt-4o-mini) and check them "
+    "against reviews on the Taxonomy page.")
 
 
 def offline_caveat(analyst: str | None) -> None:
