@@ -3,6 +3,7 @@ check, counts and when each was ingested."""
 
 import ui.preload  # noqa: F401  (first: the heavy libraries once, in one order; see ui/preload.py)
 
+import polars as pl
 import streamlit as st
 
 import ui
@@ -31,7 +32,8 @@ not_compared = runs.filter(runs["harness_agrees"].is_null() & runs["harness_note
 if not_compared.height:
     st.caption(f"{fmt.plural(not_compared.height, 'run')} could not be compared with the harness's own number; "
                "the harness check column says why.")
-shown = columns.words(runs, "harness_agrees")
+# an empty text cell (no domain, no variant) reads as a dash, not as Python's None
+shown = columns.words(runs, "harness_agrees").with_columns(pl.col(pl.String).fill_null("—"))
 st.dataframe(shown, hide_index=True, column_config=columns.config(
     shown.columns, harness_note=st.column_config.TextColumn("Harness check", width="large"),
     file=st.column_config.TextColumn("File", width="medium")))

@@ -584,7 +584,7 @@ def test_variants_are_models_on_every_page(tmp_db, monkeypatch):
     assert metrics[f"Only A fails ({md(zero)})"] == "6" and metrics[f"Only B fails ({md(five)})"] == "0"
     runs = run_page("pages/data.py", datasets=["gsm8k"]).dataframe[0].value
     assert sorted(zip(runs["model"], runs["variant"])) == [(zero, "0-shot"), (five, "5-shot")]
-    assert set(runs["main_split"].isna()) == {True} and all("/" not in f for f in runs["file"])
+    assert set(runs["main_split"]) == {"—"} and all("/" not in f for f in runs["file"])
 
 
 # ---------------------------------------------------------------- the first start: the demo
