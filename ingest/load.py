@@ -239,7 +239,6 @@ class _Kept:
 
     source: str
     n_predictions: int
-    n_failures: int
     n_infra_errors: int
     notes: tuple[str, ...]
     verdicts: RunNote
@@ -258,7 +257,7 @@ class _Runs:
         earlier = self.kept.get(item.run.run_id)
         if earlier is None:
             run = item.run
-            self.kept[run.run_id] = _Kept(item.source, run.n_predictions, run.n_failures, run.n_infra_errors,
+            self.kept[run.run_id] = _Kept(item.source, run.n_predictions, run.n_infra_errors,
                                           item.notes, item.verdicts)
             return True
         if earlier.source == item.source:
@@ -286,11 +285,10 @@ class _Runs:
             k.verdicts = note
         return [LateRule(notes[i].run_id, **notes[i].rule.run_fields()) for i in judged]
 
-    def count_failures(self, counts: dict[str, tuple[int, int]]) -> None:
+    def record_late_verdicts(self, counts: dict[str, tuple[int, int]]) -> None:
         """The verdicts of the runs judged as they were written."""
         for run_id, (judged, failed) in counts.items():
             kept = self.kept[run_id]
-            kept.n_failures = failed
             kept.verdicts = replace(kept.verdicts, n_judged=judged, n_failed=failed)
 
 
@@ -352,12 +350,12 @@ def ingest_paths(
                         # a chunk went to disk: free what parsing it left behind in reference cycles
                         gc.collect()
                     del item
-        runs.count_failures(staging.commit(runs.late_rules()))
+        runs.record_late_verdicts(staging.commit(runs.late_rules()))
     summary.remarks.extend(runs.remark())
     for run_id, kept in runs.kept.items():
         summary.runs += 1
         summary.predictions += kept.n_predictions
-        summary.failures += kept.n_failures
+        summary.failures += kept.verdicts.n_failed
         summary.infra_errors += kept.n_infra_errors
         summary.run_ids.append(run_id)
         summary.notes.append(kept.verdicts)

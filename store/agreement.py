@@ -99,9 +99,8 @@ def review_queue(con: duckdb.DuckDBPyConnection, analyst: str, per_stratum: int 
 
 
 def shared_wrong_answers(con: duckdb.DuckDBPyConnection, models=None, datasets=None, domains=None,
-                         split: str = MAIN_SPLIT, min_models: int = 2, choices_only: bool = True) -> pl.DataFrame:
-    """Multiple-choice questions (any question with `choices_only=False`) where several models
-    gave the same wrong answer.
+                         split: str = MAIN_SPLIT, min_models: int = 2) -> pl.DataFrame:
+    """Multiple-choice questions where several models gave the same wrong answer.
 
     The chosen option is the mapped answer when the log has one, else the trimmed output; the
     latest outcome of each model counts once."""
@@ -115,10 +114,10 @@ def shared_wrong_answers(con: duckdb.DuckDBPyConnection, models=None, datasets=N
             JOIN predictions p ON p.run_id = l.run_id AND p.instance_id = l.instance_id
                               AND p.train_trial_index = l.train_trial_index
             JOIN instances i ON i.run_id = l.run_id AND i.instance_id = l.instance_id
-            WHERE NOT l.is_correct AND (i.choices IS NOT NULL OR NOT ?)
+            WHERE NOT l.is_correct AND i.choices IS NOT NULL
             GROUP BY ALL HAVING count(*) >= ?
             ORDER BY models DESC, l.dataset, l.instance_id, wrong_answer""",
-        params=[*params, choices_only, min_models],
+        params=[*params, min_models],
     ).pl()
 
 

@@ -218,14 +218,14 @@ def _judge_late(con: "duckdb.DuckDBPyConnection", late: list[LateRule]) -> dict[
             SELECT r.run_id, count(p.is_correct), count(*) FILTER (WHERE p.is_correct = false)
             FROM _late r LEFT JOIN predictions p USING (run_id) GROUP BY r.run_id
         """).fetchall()
-        con.execute(f"""
-            UPDATE runs SET {', '.join(f'{n} = r.{n}' for n in fields[1:])}, n_failures = coalesce(f.n, 0)
-            FROM _late r LEFT JOIN (
-                SELECT run_id, count(*) FILTER (WHERE is_correct = false) AS n
-                FROM predictions WHERE run_id IN (SELECT run_id FROM _late) GROUP BY run_id
-            ) f USING (run_id)
-            WHERE runs.run_id = r.run_id
-        """)
+        failed = pa.table({"run_id": pa.array([c[0] for c in counts], pa.string()),
+                           "n_failures": pa.array([c[2] for c in counts], pa.int64())})
+        with registered(con, "_late_failed", failed):
+            con.execute(f"""
+                UPDATE runs SET {', '.join(f'{n} = r.{n}' for n in fields[1:])}, n_failures = f.n_failures
+                FROM _late r JOIN _late_failed f USING (run_id)
+                WHERE runs.run_id = r.run_id
+            """)
     return {run_id: (judged, failed) for run_id, judged, failed in counts}
 
 
