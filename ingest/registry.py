@@ -7,7 +7,8 @@ from functools import partial
 from pathlib import Path
 from typing import Callable, Iterator
 
-from . import custom, eee, files, helm, inspect_log, lmeval, oaieval, promptfoo
+from . import files
+from .readers import custom, eee, helm, inspect_log, lmeval, oaieval, promptfoo
 from .errors import IngestError
 from .jsonio import parse_json, try_parse
 from .options import ReadOptions

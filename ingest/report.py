@@ -9,7 +9,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
-from . import custom, files, lmeval
+from . import files
+from .readers import custom, lmeval
 from .passfail import PassRule, flag, is_finite, metric_key, refusal, settle
 from .walk import every_file_below, helm_bookkeeping, helm_runs_below
 

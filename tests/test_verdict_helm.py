@@ -13,7 +13,8 @@ import pytest
 
 from conftest import FIXTURES, MMLU_SUITE, q, requires_fixtures, run_module
 from helm_gen import Case, Run, write_run, write_schema
-from ingest import IngestError, PassConfig, ReadOptions, helm_table, ingest_paths
+from ingest import IngestError, PassConfig, ReadOptions, ingest_paths
+from ingest.readers import helm_table
 
 JURY = "aci_bench_accuracy"
 # means of three jurors' 1–5 ratings; model a answers well half the time, model b never

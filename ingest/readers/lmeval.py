@@ -37,15 +37,15 @@ from typing import Any, Iterator
 
 from pydantic import ValidationError
 
-from .errors import IngestError, read_each
-from . import files
-from .evidence import common, positive_int, render_messages, system_text
-from .jsonio import decode_utf8, expect, load_json, parse_json, read_bytes, try_parse
-from .names import canonical_dataset, question_hash
-from .options import ReadOptions
-from .passfail import HarnessAggregate, agreement, lookup, make_rule, metric_key
-from .records import InstanceRecord, ParsedRun, PredictionRecord, Reference, RunRecord
-from .walk import matching_files
+from ..errors import IngestError, read_each
+from .. import files
+from ..evidence import common, positive_int, render_messages, system_text
+from ..jsonio import decode_utf8, expect, load_json, parse_json, read_bytes, try_parse
+from ..names import canonical_dataset, question_hash
+from ..options import ReadOptions
+from ..passfail import HarnessAggregate, agreement, lookup, make_rule, metric_key
+from ..records import InstanceRecord, ParsedRun, PredictionRecord, Reference, RunRecord
+from ..walk import matching_files
 
 FORMAT = "lm-eval"
 SAMPLES_RE = re.compile(r"^samples_(?P<task>.+)_(?P<stamp>\d{4}-\d{2}-\d{2}T[0-9.:\-]+)\.jsonl?$")

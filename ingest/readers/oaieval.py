@@ -16,15 +16,15 @@ import json
 from pathlib import Path
 from typing import Any, Iterator
 
-from .errors import IngestError, read_each
-from .evidence import common, render_messages, system_text
-from .passfail import HarnessAggregate, agreement
-from . import files
-from .jsonio import expect, load_jsonl, try_parse
-from .options import ReadOptions
-from .names import canonical_dataset, question_hash
-from .records import InstanceRecord, ParsedRun, PredictionRecord, Reference, RunRecord, Skipped
-from .walk import matching_files
+from ..errors import IngestError, read_each
+from ..evidence import common, render_messages, system_text
+from ..passfail import HarnessAggregate, agreement
+from .. import files
+from ..jsonio import expect, load_jsonl, try_parse
+from ..options import ReadOptions
+from ..names import canonical_dataset, question_hash
+from ..records import InstanceRecord, ParsedRun, PredictionRecord, Reference, RunRecord, Skipped
+from ..walk import matching_files
 
 FORMAT = "openai-evals"
 HEAD_BYTES = 1 << 20  # a spec line is small; this only bounds a pathological first line

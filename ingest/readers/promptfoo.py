@@ -20,15 +20,15 @@ import re
 from pathlib import Path
 from typing import Any, Iterator
 
-from .errors import IngestError, read_each
-from .evidence import common, judge_score, positive_int, system_text
-from .passfail import HarnessAggregate, agreement
-from . import files
-from .jsonio import expect, load_json, try_parse
-from .options import ReadOptions
-from .names import question_hash
-from .records import InstanceRecord, JudgeNote, ParsedRun, PredictionRecord, Reference, RunRecord
-from .walk import matching_files
+from ..errors import IngestError, read_each
+from ..evidence import common, judge_score, positive_int, system_text
+from ..passfail import HarnessAggregate, agreement
+from .. import files
+from ..jsonio import expect, load_json, try_parse
+from ..options import ReadOptions
+from ..names import question_hash
+from ..records import InstanceRecord, JudgeNote, ParsedRun, PredictionRecord, Reference, RunRecord
+from ..walk import matching_files
 
 FORMAT = "promptfoo"
 HEAD_BYTES = 4096

@@ -23,14 +23,14 @@ from typing import Any, Iterator
 from pydantic import TypeAdapter, ValidationError
 
 from . import helm_table
-from .errors import MALFORMED, IngestError, malformed
-from .evidence import annotation_notes, positive_int, render_messages
-from .jsonio import expect, load_json
-from .names import canonical_dataset, question_hash
-from .options import ReadOptions
-from .passfail import FALLBACK_METRICS, GENERIC_STATS, HarnessAggregate, Scale, agreement, is_finite, make_rule
-from .records import InstanceRecord, ParsedRun, PredictionRecord, RunRecord, Skipped
-from .walk import helm_runs_below
+from ..errors import MALFORMED, IngestError, malformed
+from ..evidence import annotation_notes, positive_int, render_messages
+from ..jsonio import expect, load_json
+from ..names import canonical_dataset, question_hash
+from ..options import ReadOptions
+from ..passfail import FALLBACK_METRICS, GENERIC_STATS, HarnessAggregate, Scale, agreement, is_finite, make_rule
+from ..records import InstanceRecord, ParsedRun, PredictionRecord, RunRecord, Skipped
+from ..walk import helm_runs_below
 
 FORMAT = "helm"
 SUITE_SCHEMA = "the suite's schema.json"  # where a headline came from, when not HELM's own table

@@ -13,14 +13,14 @@ from typing import Any, Iterator
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from .errors import IngestError
-from . import files
-from .jsonio import parse_json
-from .limits import ArchiveReader, Limits, human
-from .options import ReadOptions
-from .names import canonical_dataset, question_hash
-from .passfail import is_finite, make_rule
-from .records import InstanceRecord, ParsedRun, PredictionRecord, Reference, RunRecord
+from ..errors import IngestError
+from .. import files
+from ..jsonio import parse_json
+from ..limits import ArchiveReader, Limits, human
+from ..options import ReadOptions
+from ..names import canonical_dataset, question_hash
+from ..passfail import is_finite, make_rule
+from ..records import InstanceRecord, ParsedRun, PredictionRecord, Reference, RunRecord
 
 # how a run whose file has a correct column is judged
 CORRECT_COLUMN = {"lower_is_better": False, "scale_source": "binary", "verdict_rule": "the file's correct column (true passes, false fails)"}

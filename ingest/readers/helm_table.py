@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-TABLE_FILE = Path(__file__).resolve().parent / "data" / "helm_run_groups.yaml"
+TABLE_FILE = Path(__file__).resolve().parent.parent / "data" / "helm_run_groups.yaml"
 
 
 @dataclass(frozen=True)

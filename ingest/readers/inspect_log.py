@@ -27,16 +27,16 @@ from typing import Any, Iterator
 
 from pydantic import ValidationError
 
-from .errors import IngestError, read_each
-from . import files
-from .evidence import common, judge_score, positive_int, render_messages, system_text
-from .jsonio import expect, load_json, parse_json
-from .limits import ArchiveReader, Limits
-from .names import canonical_dataset, question_hash
-from .options import ReadOptions
-from .passfail import HarnessAggregate, Scale, agreement, is_finite, make_rule
-from .records import InstanceRecord, JudgeNote, ParsedRun, PredictionRecord, Reference, RunRecord
-from .walk import matching_files
+from ..errors import IngestError, read_each
+from .. import files
+from ..evidence import common, judge_score, positive_int, render_messages, system_text
+from ..jsonio import expect, load_json, parse_json
+from ..limits import ArchiveReader, Limits
+from ..names import canonical_dataset, question_hash
+from ..options import ReadOptions
+from ..passfail import HarnessAggregate, Scale, agreement, is_finite, make_rule
+from ..records import InstanceRecord, JudgeNote, ParsedRun, PredictionRecord, Reference, RunRecord
+from ..walk import matching_files
 
 FORMAT = "inspect"
 LETTER_VALUES = {"C": 1.0, "P": 0.5, "I": 0.0, "N": 0.0}

@@ -26,15 +26,15 @@ from typing import Any, Iterator
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from .errors import MALFORMED, IngestError, malformed
-from . import files
-from .evidence import EXPLANATION_FIELDS, common, judge_score, positive_int, render_messages, system_text
-from .jsonio import expect, load_json, load_jsonl
-from .options import ReadOptions
-from .passfail import HarnessAggregate, agreement, lookup, make_rule
-from .names import canonical_dataset, question_hash
-from .records import InstanceRecord, JudgeNote, ParsedRun, PredictionRecord, Reference, RunRecord, Skipped
-from .walk import files_below
+from ..errors import MALFORMED, IngestError, malformed
+from .. import files
+from ..evidence import EXPLANATION_FIELDS, common, judge_score, positive_int, render_messages, system_text
+from ..jsonio import expect, load_json, load_jsonl
+from ..options import ReadOptions
+from ..passfail import HarnessAggregate, agreement, lookup, make_rule
+from ..names import canonical_dataset, question_hash
+from ..records import InstanceRecord, JudgeNote, ParsedRun, PredictionRecord, Reference, RunRecord, Skipped
+from ..walk import files_below
 
 FORMAT = "eee"
 HEAD_BYTES = 65536
