@@ -5,11 +5,14 @@ An agent's tool results land in its context window, and clients cut or refuse la
 Code warns above 10,000 tokens and stops at 25,000 by default). So every answer is one JSON text
 whose size is *counted*, not hoped for:
 
-- **Tokens are estimated** as the text's UTF-8 bytes divided by `BYTES_PER_TOKEN` (3), rounded
-  up. Real tokenizers give English prose about 4 bytes a token and JSON full of digits and
-  punctuation about 3; tests/test_mcp.py checks the estimate is at least what OpenAI's
-  cl100k_base and o200k_base tokenizers and Anthropic's published tokenizer count on every
-  example answer, so "10,000 tokens" by this count is at most about 10,000 by theirs.
+- **Tokens are estimated** by characters: an ASCII character counts a third of a token, a digit
+  two thirds, any other character one whole token; the sum is rounded up. Real tokenizers give
+  English prose about 4.5 characters a token, JSON 3 to 3.5, runs of digits 1.5 to 2.5 (numbers
+  are most of a results table) and Chinese or Arabic about 1; tests/test_mcp.py checks that the
+  estimate is at least what OpenAI's cl100k_base and o200k_base and Anthropic's published
+  tokenizer count on every example answer, and at most a fifth more on the larger ones, so "10,000
+  tokens" by this count is at most 10,000 by theirs. Random strings (hashes, base64) and emoji
+  cost real tokenizers up to about twice the estimate.
 - **Texts are cut** (outputs, inputs, references, summaries) at a length set per answer, with
   a note saying how many characters are left out; the answer counts what it cut.
 - **Rows are paged**: an answer holds its fixed part (counts, tests, definitions) and as many
@@ -24,17 +27,25 @@ import json
 import math
 from dataclasses import dataclass, field
 
-BYTES_PER_TOKEN = 3
+# the estimate in units: an ASCII character 1, a digit 2, any other character 3
+UNITS_PER_TOKEN = 3
 DEFAULT_TOKENS = 10_000
-COUNTED = f"UTF-8 bytes / {BYTES_PER_TOKEN}, rounded up"
+COUNTED = "ASCII characters 1/3 token each, digits 2/3, other characters 1, rounded up"
 # text lengths tried, as shares of each answer's own, until its fixed part and one row fit
 TEXT_SCALES = (1.0, 0.5, 0.25, 0.1)
 MIN_TEXT = 20
 
 
+def units(text: str) -> int:
+    """The estimate before division: ASCII characters 1, digits 2 (1 + 1), others 3."""
+    ascii_chars = len(text.encode("ascii", "ignore"))
+    digits = sum(map(text.count, "0123456789"))
+    return ascii_chars + digits + 3 * (len(text) - ascii_chars)
+
+
 def estimate_tokens(text: str) -> int:
     """The token count every answer states and is bounded by (see the module docstring)."""
-    return math.ceil(len(text.encode("utf-8")) / BYTES_PER_TOKEN)
+    return math.ceil(units(text) / UNITS_PER_TOKEN)
 
 
 def plain(value):
@@ -164,10 +175,10 @@ def fit(a: Answer, budget: int = DEFAULT_TOKENS) -> str:
     `limit`). Raises TooLarge when not even one row fits beside the fixed part (a page must move
     on, or the agent would ask for the same rows forever)."""
     rows = [plain(r) for r in a.rows[: a.limit]] if a.rows_key is not None else []
-    sizes = [len(dumps(r).encode("utf-8")) + 1 for r in rows]
+    sizes = [units(dumps(r)) + 1 for r in rows]
     # the fixed part with a page and size block of the widest values they can take
     skeleton = _sized(_assemble(a, [], "the token bound"), budget)
-    room = budget * BYTES_PER_TOKEN - len(skeleton.encode("utf-8")) - 64
+    room = budget * UNITS_PER_TOKEN - units(skeleton) - 64
     shown, used = 0, 0
     while shown < len(rows) and used + sizes[shown] <= room:
         used += sizes[shown]
@@ -194,7 +205,7 @@ def error(message: str, budget: int = DEFAULT_TOKENS, **details) -> str:
         key = max((k for k, v in body.items() if isinstance(v, list) and v), key=lambda k: len(body[k]),
                   default=None)
         if key is None:
-            body["error"] = Clipper(max(budget * BYTES_PER_TOKEN // 4 - 200, 40))(body["error"])
+            body["error"] = Clipper(max(budget - 200, 40))(body["error"])
             return _sized(body, budget)
         values = body[key]
         kept = values[: len(values) // 2]

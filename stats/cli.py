@@ -62,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--base-url", help="the dashboard's address in the answers' links (default: "
                                       "$FAULTLINE_BASE_URL, else http://localhost:8501)")
     m.add_argument("--answer-tokens", type=int, default=10_000, metavar="N",
-                   help="bound on every answer's size, in tokens counted as UTF-8 bytes / 3 (default 10000)")
+                   help="bound on every answer's size in estimated tokens (docs/mcp.md; default 10000)")
     return p
 
 
