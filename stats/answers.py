@@ -69,11 +69,10 @@ class AgentError(FaultlineError):
 # --- checking names -------------------------------------------------------------------------
 
 def _close(value: str, known: list[str], n: int = 5) -> list[str]:
-    """Known names that contain `value` (any case), then those that look like it."""
+    """Known names that contain `value` (any case), else those that look like it."""
     low = value.lower()
     found = [k for k in known if low and low in k.lower()]
-    found += [k for k in difflib.get_close_matches(value, known, n=n, cutoff=0.5) if k not in found]
-    return found[:n]
+    return (found or difflib.get_close_matches(value, known, n=n, cutoff=0.5))[:n]
 
 
 def unknown(kind: str, value: str, known: list[str], hint: str = "") -> AgentError:
