@@ -413,6 +413,8 @@ def question(con, s: Settings, dataset: str, instance_id: str, models=None, anal
             head["choices_left_out"] = len(first["choices"]) - MAX_CHOICES
     if first.get("instructions"):
         head["instructions"] = clip(first["instructions"], 1000)
+    if first.get("prompt_text"):
+        head["prompt"] = clip(first["prompt_text"], 1500)
     rows = [_model_row(r, verified, first["choices"], clip) for r in detail]
     link = s.link("instances", {"instance": f"{dataset}:{instance_id}", "models": list(models or []),
                                 "analyst": analyst})

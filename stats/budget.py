@@ -10,8 +10,8 @@ whose size is *counted*, not hoped for:
   English prose about 4.5 characters a token, JSON 3 to 3.5, runs of digits 1.5 to 2.5 (numbers
   are most of a results table) and Chinese or Arabic about 1; tests/test_mcp.py checks that the
   estimate is at least what OpenAI's cl100k_base and o200k_base and Anthropic's published
-  tokenizer count on every example answer, and at most a fifth more on the larger ones, so "10,000
-  tokens" by this count is at most 10,000 by theirs. Random strings (hashes, base64) and emoji
+  tokenizer count on every example answer, and at most 30% more on those of 500 tokens or more,
+  so "10,000 tokens" by this count is at most 10,000 by theirs. Random strings (hashes, base64) and emoji
   cost real tokenizers up to about twice the estimate.
 - **Texts are cut** (outputs, inputs, references, summaries) at a length set per answer, with
   a note saying how many characters are left out; the answer counts what it cut.
