@@ -154,7 +154,7 @@ def _port_free(port: int) -> bool:
     return True
 
 
-def check(db: str | None, http_port: int | None, answer_tokens: int) -> str:
+def check(db: str | None, http_port: int | None, answer_tokens: int, base_url: str | None) -> str:
     """Refuse, before serving, what would make every answer an error: a store that is missing,
     unreadable or from an older Faultline, a port taken, a bound too small to hold an answer.
     Returns the store's name for the announcement."""
@@ -162,6 +162,9 @@ def check(db: str | None, http_port: int | None, answer_tokens: int) -> str:
         raise FaultlineError(f"--answer-tokens {answer_tokens}: answers need at least {MIN_TOKENS:,} tokens")
     if http_port is not None and not 0 < http_port < 65536:
         raise FaultlineError(f"--http {http_port}: not a port number (1-65535)")
+    if base_url is not None and not base_url.startswith(("http://", "https://")):
+        raise FaultlineError(f"dashboard address {base_url!r} (--base-url or ${links.BASE_URL_ENV}): give it "
+                             "with its scheme, e.g. http://localhost:8501")
     spec = store.db_spec(db)
     if not store.is_remote_db(db) and not Path(spec).exists():
         raise FaultlineError(f"{spec}: no database here; load logs with `python -m ingest PATH`, or give --db")
@@ -176,8 +179,8 @@ def check(db: str | None, http_port: int | None, answer_tokens: int) -> str:
 def run(db: str | None, http_port: int | None, base_url: str | None, answer_tokens: int) -> int:
     """Check, announce on stderr (stdout carries the protocol over stdio), serve until the client
     hangs up (stdio) or the process is interrupted, then say how many calls were answered."""
-    label = check(db, http_port, answer_tokens)
     settings = Settings(db=db, base_url=links.base_url(base_url), budget=answer_tokens)
+    label = check(db, http_port, answer_tokens, settings.base_url)
     where = "over stdio" if http_port is None else f"over streamable HTTP at http://{HOST}:{http_port}{HTTP_PATH}"
     print(f"faultline MCP server: {label} read-only {where}; {len(DESCRIPTIONS)} tools, answers bounded at "
           f"{answer_tokens:,} tokens, links to {settings.base_url}", file=sys.stderr, flush=True)

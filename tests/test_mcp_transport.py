@@ -215,3 +215,8 @@ def test_the_command_refuses_what_it_cannot_serve(demo_db, tmp_path):
     assert proc.returncode == 2 and f"port {port} on 127.0.0.1 is in use" in proc.stderr
     proc = run_module("stats", "mcp", "--db", demo_db, "--http", "70000", timeout=120)
     assert proc.returncode == 2 and "not a port number" in proc.stderr
+    proc = run_module("stats", "mcp", "--db", demo_db, "--base-url", "localhost:8501", timeout=120)
+    assert proc.returncode == 2 and "with its scheme" in proc.stderr
+    proc = run_module("stats", "mcp", "--db", demo_db, timeout=120,
+                      env={**os.environ, "FAULTLINE_BASE_URL": "dash:8501"})
+    assert proc.returncode == 2 and "'dash:8501' (--base-url or $FAULTLINE_BASE_URL)" in proc.stderr
