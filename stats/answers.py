@@ -76,10 +76,13 @@ def _close(value: str, known: list[str], n: int = 5) -> list[str]:
 
 
 def unknown(kind: str, value: str, known: list[str], hint: str = "") -> AgentError:
-    listing = "none yet (load logs with `python -m ingest PATH`)" if not known else f"{len(known):,}"
-    return AgentError(f"unknown {kind} {value!r}" + (f"; known {kind}s: {listing}" if not known else "")
-                      + (f"; {hint}" if hint else ""),
-                      did_you_mean=_close(value, known), **{f"known_{kind}s": known})
+    """The error for a name the store does not have, listing those it has and the look-alikes."""
+    message = f"unknown {kind} {value!r}"
+    if not known:
+        message += f"; there are no {kind}s yet (load logs with `python -m ingest PATH`)"
+    if hint:
+        message += f"; {hint}"
+    return AgentError(message, did_you_mean=_close(value, known), **{f"known_{kind}s": known})
 
 
 def check_names(con, models=(), datasets=(), domains=(), split: str = q.MAIN_SPLIT) -> None:
@@ -124,30 +127,35 @@ def _filters(models=None, datasets=None, domains=None, split=q.MAIN_SPLIT, analy
 
 # --- 1. what is loaded ----------------------------------------------------------------------
 
+def _grouped(rows: list[dict], *keys: str) -> dict[tuple, list[dict]]:
+    out: dict[tuple, list[dict]] = {}
+    for r in rows:
+        out.setdefault(tuple(r[k] for k in keys), []).append(r)
+    return dict(sorted(out.items(), key=lambda item: tuple("" if v is None else v for v in item[0])))
+
+
+def _counts(mine: list[dict]) -> dict:
+    return {"outcomes": sum(r["n"] for r in mine), "failed": sum(r["n"] - r["correct"] for r in mine)}
+
+
 def loaded(con, s: Settings, limit: int = 200, cursor: str | None = None) -> Answer:
     """Totals, then models, datasets, domains and analysts with their counts (main split)."""
     offset = _offset(cursor)
     totals = q.inventory(con)
     per = q.accuracy(con, by="dataset").to_dicts()
-    per_domain = q.domain_accuracy(con).to_dicts()
+    per_domain = [r for r in q.domain_accuracy(con).to_dicts() if r["domain"] is not None]
+    domains_of = _grouped(per_domain, "dataset")
     rows: list[dict] = []
-    for model in sorted({r["model"] for r in per}):
-        mine = [r for r in per if r["model"] == model]
-        rows.append({"_section": "models", "model": model, "questions": sum(r["n"] for r in mine),
-                     "failed": sum(r["n"] - r["correct"] for r in mine),
-                     "datasets": {r["dataset"]: r["n"] for r in mine}})
-    for dataset in sorted({r["dataset"] for r in per}):
-        mine = [r for r in per if r["dataset"] == dataset]
-        rows.append({"_section": "datasets", "dataset": dataset, "models": len(mine),
-                     "outcomes": sum(r["n"] for r in mine), "failed": sum(r["n"] - r["correct"] for r in mine),
-                     "domains": len({r["domain"] for r in per_domain if r["dataset"] == dataset and r["domain"]})})
-    domains: dict[tuple, list[dict]] = {}
-    for r in per_domain:
-        if r["domain"] is not None:
-            domains.setdefault((r["dataset"], r["domain"]), []).append(r)
-    for (dataset, domain), mine in sorted(domains.items()):
+    for (model,), mine in _grouped(per, "model").items():
+        counts = _counts(mine)
+        rows.append({"_section": "models", "model": model, "questions": counts["outcomes"],
+                     "failed": counts["failed"], "datasets": {r["dataset"]: r["n"] for r in mine}})
+    for (dataset,), mine in _grouped(per, "dataset").items():
+        rows.append({"_section": "datasets", "dataset": dataset, "models": len(mine), **_counts(mine),
+                     "domains": len({r["domain"] for r in domains_of.get((dataset,), [])})})
+    for (dataset, domain), mine in _grouped(per_domain, "dataset", "domain").items():
         rows.append({"_section": "domains", "dataset": dataset, "domain": domain, "models": len(mine),
-                     "outcomes": sum(r["n"] for r in mine), "failed": sum(r["n"] - r["correct"] for r in mine)})
+                     **_counts(mine)})
     for r in q.analysts(con).to_dicts():
         rows.append({"_section": "analysts", "analyst": r["analyst"], "analysed": r["analysed"],
                      "classified": r["classified"], "classifiers": r["classifiers"],
@@ -195,7 +203,7 @@ def results(con, s: Settings, models=None, datasets=None, domains=None, split: s
             "n": "scored questions (a model's latest outcome on each)",
             "pass_rate": "share passing the harness's verdict; for a continuous metric (F1, a 1-5 jury "
                          "score) the share at or above the analysis threshold, not the harness's headline",
-            "failure_rate": "1 - pass_rate: the failures analysis reads",
+            "failure_rate": "share failing (1 - pass_rate): the predictions failure analysis reads",
             "*_ci": "two-sided 95% Wilson interval",
         },
     }
@@ -398,7 +406,7 @@ def question(con, s: Settings, dataset: str, instance_id: str, models=None, anal
     head = {
         "dataset": first["dataset"], "instance_id": first["instance_id"], "raw_instance_id": first["raw_instance_id"],
         "domain": first["domain"], "analyst": analyst,
-        "input": clip(first["input_text"]) if first["input_text"] else clip(fmt_messages(first["input_messages"])),
+        "input": clip(first["input_text"]) if first["input_text"] else clip(_chat_text(first["input_messages"])),
     }
     refs = [r for r in (first["refs"] or []) if isinstance(r, dict)]
     # in the log's order; past MAX_REFERENCES the correct ones are the ones kept
@@ -423,7 +431,7 @@ def question(con, s: Settings, dataset: str, instance_id: str, models=None, anal
                   clipped=clip.report("the dashboard link shows every text whole"))
 
 
-def fmt_messages(messages) -> str | None:
+def _chat_text(messages) -> str | None:
     """A chat input as "role: content" lines."""
     if not isinstance(messages, list):
         return None

@@ -112,8 +112,6 @@ class Answer:
     limit: int = 0
     noun: str = "rows"
     clipped: dict | None = None
-    # a note on what the rows leave out that paging cannot bring back (e.g. a cap of the query)
-    note: str | None = None
 
 
 # `Answer.rows_key` for rows of several kinds: each row names its list in "_section"
@@ -152,8 +150,6 @@ def _assemble(a: Answer, rows: list[dict], reason: str) -> dict:
         body[a.rows_key] = rows
     if a.clipped:
         body["clipped"] = a.clipped
-    if a.note:
-        body["note"] = a.note
     return body
 
 
@@ -176,7 +172,7 @@ def fit(a: Answer, budget: int = DEFAULT_TOKENS) -> str:
     on, or the agent would ask for the same rows forever)."""
     rows = [plain(r) for r in a.rows[: a.limit]] if a.rows_key is not None else []
     sizes = [units(dumps(r)) + 1 for r in rows]
-    # the fixed part with a page and size block of the widest values they can take
+    # the fixed part alone, with its page and size blocks: the rows get what is left
     skeleton = _sized(_assemble(a, [], "the token bound"), budget)
     room = budget * UNITS_PER_TOKEN - units(skeleton) - 64
     shown, used = 0, 0
