@@ -340,14 +340,8 @@ def failures(con, s: Settings, category: str | None = None, models=None, dataset
 
 # --- 5. one question across every model -----------------------------------------------------
 
-def _verdict_word(row: dict) -> str:
-    if row.get("infra_error"):
-        return "infrastructure error"
-    return {True: "passed", False: "failed"}.get(row["is_correct"], "not scored")
-
-
 def _model_row(row: dict, verified: list[dict], choices, clip: Clipper) -> dict:
-    out = {"model": row["model"], "verdict": _verdict_word(row), "score": row["score"],
+    out = {"model": row["model"], "verdict": fmt.outcome(row), "score": row["score"],
            "rule": fmt.pass_rule(row.get("main_metric"), row.get("pass_threshold"), row.get("metric_max"),
                                  row.get("lower_is_better"), row.get("scale_source")),
            "split": row["split"], "answer": _answer_text(clip, row["output_text"], row["mapped_output"], choices)}
