@@ -107,7 +107,7 @@ def main_split(db) -> str | None:
 
 def tokenizers():
     """Real tokenizers that ship with the pinned litellm (read offline): OpenAI's cl100k_base and
-    o200k_base, and Anthropic's published tokenizer."""
+    o200k_base, and the tokenizer Anthropic published for earlier Claude models."""
     import litellm.litellm_core_utils.tokenizers as bundled
 
     folder = Path(bundled.__file__).parent
