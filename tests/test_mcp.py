@@ -17,7 +17,6 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import anyio
-import duckdb
 import pytest
 from mcp import Client
 from scipy.stats import binomtest
