@@ -1,5 +1,5 @@
-"""`python -m stats accuracy|compare|report`: accuracy with intervals, the comparison and the
-static report from the command line."""
+"""`python -m stats accuracy|compare|report|mcp`: accuracy with intervals, the comparison and the
+static report from the command line, and the store served read-only to agents."""
 
 from __future__ import annotations
 
@@ -54,6 +54,15 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--domains", nargs="+", default=[])
     r.add_argument("--analyst")
     r.add_argument("--out", required=True, help="HTML file to write")
+
+    m = sub.add_parser("mcp", help="serve the store read-only to agents over MCP (docs/mcp.md)")
+    m.add_argument("--db", help="database file (default: $FAULTLINE_DB, else data/faultline.duckdb)")
+    m.add_argument("--http", type=int, metavar="PORT",
+                   help="serve over streamable HTTP on 127.0.0.1:PORT (path /mcp) instead of stdio")
+    m.add_argument("--base-url", help="the dashboard's address in the answers' links (default: "
+                                      "$FAULTLINE_BASE_URL, else http://localhost:8501)")
+    m.add_argument("--answer-tokens", type=int, default=10_000, metavar="N",
+                   help="bound on every answer's size in estimated tokens (docs/mcp.md; default 10000)")
     return p
 
 
@@ -144,10 +153,17 @@ def _report(args) -> int:
     return 0
 
 
+def _mcp(args) -> int:
+    # the SDK is imported by this command alone: the others never pay for it
+    from .mcp_server import run
+
+    return run(args.db, args.http, args.base_url, args.answer_tokens)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return {"accuracy": _accuracy, "compare": _compare, "report": _report}[args.command](args)
+        return {"accuracy": _accuracy, "compare": _compare, "report": _report, "mcp": _mcp}[args.command](args)
     except FaultlineError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         return exc.exit_code

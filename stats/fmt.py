@@ -154,3 +154,11 @@ def pass_rule(metric: str | None, threshold, metric_max, lower_is_better, scale_
     scale = f"scale 0–{number(metric_max)}" if not _missing(metric_max) else "scale unknown"
     source = f", from the {scale_source}" if scale_source else ""
     return f"pass when {metric} {op} {number(threshold)} ({scale}{source})"
+
+
+def outcome(row: dict) -> str:
+    """A prediction's verdict in words: "passed", "failed", "infrastructure error" (the request
+    errored: not the model's failure) or "not scored"."""
+    if row.get("infra_error"):
+        return "infrastructure error"
+    return {True: "passed", False: "failed"}.get(row.get("is_correct"), "not scored")

@@ -42,6 +42,12 @@ def verified(output: str | None, quote: str | None) -> bool | None:
     return spans(output, quote) is not None
 
 
+def criteria(raw) -> list[dict]:
+    """The stage-1 `required_criteria` list; other shapes (e.g. an offline analyst's detector
+    record) carry no criteria."""
+    return [c for c in raw if isinstance(c, dict)] if isinstance(raw, list) else []
+
+
 def check_criteria(criteria: list[dict], output: str | None) -> list[dict]:
     """The criteria with `evidence_verified` set on each (None where it quotes nothing)."""
     return [{**c, "evidence_verified": verified(output, c.get("evidence"))} for c in criteria]

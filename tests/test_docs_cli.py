@@ -22,6 +22,7 @@ COMMANDS = {
     ("stats", "accuracy"): ("stats.md",),
     ("stats", "compare"): ("stats.md",),
     ("stats", "report"): ("stats.md",),
+    ("stats", "mcp"): ("mcp.md",),
 }
 DOCS = ROOT / "docs"
 LINK = re.compile(r"\]\(([^)#\s]+\.md)(?:#[^)]*)?\)")

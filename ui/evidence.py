@@ -6,15 +6,9 @@ An analyst may paraphrase instead of quoting; a quote that does not occur verbat
 
 from __future__ import annotations
 
-from taxonomy.quotes import spans
+from taxonomy.quotes import criteria, spans  # noqa: F401  (criteria: the pages read it from here)
 
 from .text import html_text
-
-
-def criteria(raw) -> list[dict]:
-    """The stage-1 `required_criteria` list; other shapes (e.g. an offline analyst's detector
-    record) carry no criteria."""
-    return [c for c in raw if isinstance(c, dict)] if isinstance(raw, list) else []
 
 
 def locate(output: str, quote: str) -> tuple[int, int] | None:

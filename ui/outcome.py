@@ -11,15 +11,9 @@ from stats import fmt
 from .text import md, show
 
 
-def verdict(row: dict) -> str:
-    if row.get("infra_error"):
-        return "infrastructure error"
-    return {True: "passed", False: "failed"}.get(row["is_correct"], "not scored")
-
-
 def verdict_block(row: dict) -> None:
     """Score, metric, pass rule and verdict, and why the verdict is special when it is."""
-    word = verdict(row)
+    word = fmt.outcome(row)
     colour = {"passed": "green", "failed": "red"}.get(word, "gray")
     st.markdown(f"**{md(row['model'])}** — :{colour}[{word}]")
     metric = row.get("main_metric")

@@ -2,19 +2,9 @@
 
 from __future__ import annotations
 
-from urllib.parse import urlencode
-
 import streamlit as st
 
-
-def query_string(params: dict) -> str:
-    """`?k=v&k=w` from a dict whose values are strings or lists (repeated); empty values skipped."""
-    pairs = []
-    for key, value in params.items():
-        if value in (None, "", []):
-            continue
-        pairs += [(key, v) for v in value] if isinstance(value, list) else [(key, value)]
-    return "?" + urlencode(pairs) if pairs else ""
+from stats.links import query_string
 
 
 def page_url(page: str, params: dict) -> str:

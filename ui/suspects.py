@@ -6,6 +6,7 @@ from __future__ import annotations
 import polars as pl
 import streamlit as st
 
+from stats.suspects import by_dataset
 from store import agreement as sa
 
 from . import columns
@@ -23,7 +24,7 @@ def panel(f: Filters, analyst: str | None) -> None:
                "fails with the same answer: check their references and scoring before reading them as model errors.")
     if frame.is_empty():
         return
-    per_dataset = frame.group_by("dataset").agg(questions=pl.len(), failures=pl.col("failures").sum()).sort("dataset")
+    per_dataset = by_dataset(frame)
     st.dataframe(per_dataset, hide_index=True, column_config=columns.config(
         per_dataset.columns, questions="Suspect questions", failures="Failures"))
     links = [page_url("instances", {**f.params(), "analyst": analyst or "", "instance": f"{d}:{i}"})
