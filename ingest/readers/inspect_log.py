@@ -34,7 +34,7 @@ from ..jsonio import expect, load_json, parse_json
 from ..limits import ArchiveReader, Limits
 from ..names import canonical_dataset, question_hash
 from ..options import ReadOptions
-from ..passfail import HarnessAggregate, Scale, agreement, is_finite, make_rule
+from ..passfail import HarnessAggregate, PassRule, Scale, agreement, is_finite, make_rule
 from ..records import InstanceRecord, JudgeNote, ParsedRun, PredictionRecord, Reference, RunRecord
 from ..walk import matching_files
 
@@ -82,10 +82,39 @@ class _Log:
     content_hash: str
 
 
+@dataclass(frozen=True)
+class _Task:
+    """What the log says the run is: its model, dataset and the scorer that decides."""
+
+    model: str
+    task: Any
+    dataset: str
+    dataset_raw: str | None
+    scorer: str | None
+    override: Any
+    eval_spec: dict
+
+
 def read_log(path: Path, options: ReadOptions) -> ParsedRun:
+    """load → task → instances and predictions → scores → verdict."""
+    log, notes = _load(path, options)
+    task = _task(log, str(path), options)
+    instances, predictions = _instances_and_predictions(log, task)
+    rule, predictions, n_nonfinite = _scores(log, task, predictions)
+    run = _verdict(path, log, task, predictions, rule)
+    return ParsedRun(
+        run=run, instances=instances, predictions=predictions, n_nonfinite=n_nonfinite, rule=rule,
+        notes=notes,
+    )
+
+
+def _load(path: Path, options: ReadOptions) -> tuple[_Log, list[str]]:
+    """The log's header and samples, in the current layout (notes say what was converted)."""
     log = _read_eval_zip(path, options.limits) if path.suffix.lower() == ".eval" else _read_json_log(path)
-    where = str(path)
-    log, notes = _normalized(log, where)
+    return _normalized(log, str(path))
+
+
+def _task(log: _Log, where: str, options: ReadOptions) -> _Task:
     eval_spec = expect(log.header.get("eval"), dict, f"{where}: eval")
     model = options.model or eval_spec.get("model")
     if not isinstance(model, str) or not model:
@@ -102,12 +131,16 @@ def read_log(path: Path, options: ReadOptions) -> ParsedRun:
     scorers = {name for _, s in log.samples if isinstance(s.get("scores"), dict) for name in s["scores"]}
     if scorer and scorers and scorer not in scorers:
         raise IngestError(f"{where}: no scorer {scorer!r} in the samples (scorers: {', '.join(sorted(scorers))})")
+    return _Task(model, task, dataset, dataset_raw, scorer, override, eval_spec)
+
+
+def _instances_and_predictions(log: _Log, task: _Task) -> tuple[list[InstanceRecord], list[PredictionRecord]]:
     instances: dict[str, InstanceRecord] = {}
     predictions: list[PredictionRecord] = []
     seen: set[tuple[str, int]] = set()
     for sample_where, sample in log.samples:
         try:
-            instance, prediction = _sample(sample, scorer, sample_where)
+            instance, prediction = _sample(sample, task.scorer, sample_where)
         except ValidationError as exc:
             err = exc.errors()[0]
             raise IngestError(f"{sample_where}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
@@ -117,12 +150,18 @@ def read_log(path: Path, options: ReadOptions) -> ParsedRun:
         seen.add(key)
         instances.setdefault(instance.instance_id, instance)
         predictions.append(prediction)
+    return list(instances.values()), predictions
+
+
+def _scores(log: _Log, task: _Task, predictions: list[PredictionRecord]) -> tuple[PassRule, list[PredictionRecord], int]:
+    """The pass rule for the scorer's values, and each unjudged prediction judged by it."""
+    scorer = task.scorer
     raw_values = [
         s["scores"][scorer].get("value") for _, s in log.samples
         if scorer and isinstance(s.get("scores"), dict) and isinstance(s["scores"].get(scorer), dict)
     ]
     rule = make_rule(
-        scorer, "config" if override.metric else "inspect scorer", override, lower_is_better=False,
+        scorer, "config" if task.override.metric else "inspect scorer", task.override, lower_is_better=False,
         scale=_value_scale(raw_values), evidence=_accuracy_scale(log.header, scorer),
     )
     n_nonfinite = sum(1 for v in raw_values if _nonfinite(v))
@@ -130,6 +169,12 @@ def read_log(path: Path, options: ReadOptions) -> ParsedRun:
         p if p.is_correct is not None or p.infra_error else p.model_copy(update={"is_correct": rule.judge(p.score)})
         for p in predictions
     ]
+    return rule, predictions, n_nonfinite
+
+
+def _verdict(path: Path, log: _Log, task: _Task, predictions: list[PredictionRecord], rule: PassRule) -> RunRecord:
+    """The run, with the harness's own aggregate checked against the verdicts."""
+    scorer, eval_spec, model = task.scorer, task.eval_spec, task.model
     scored = [p for p in predictions if not p.infra_error]
     aggregate = _header_aggregate(log.header, scorer) if scorer else None
     # Inspect reports every scorer's own metrics: the judged scorer's accuracy (else mean) is its headline
@@ -138,14 +183,14 @@ def read_log(path: Path, options: ReadOptions) -> ParsedRun:
         headline=scorer if aggregate else None, n_errored=len(predictions) - len(scored),
     )
     status = log.header.get("status")
-    run_name = f"{task}:{model}"
+    run_name = f"{task.task}:{model}"
     config = eval_spec.get("config") if isinstance(eval_spec.get("config"), dict) else {}
     settings = {
-        "harness": FORMAT, "task": task, "task_id": eval_spec.get("task_id"), "run": eval_spec.get("run_id"),
+        "harness": FORMAT, "task": task.task, "task_id": eval_spec.get("task_id"), "run": eval_spec.get("run_id"),
         "epochs": config.get("epochs"),
     }
     run_key = f"{path.resolve()}|{eval_spec.get('task_id')}|{eval_spec.get('run_id')}"
-    run = RunRecord(
+    return RunRecord(
         run_id=hashlib.sha1(f"{FORMAT}|{run_key}".encode()).hexdigest()[:16],
         source_format=FORMAT,
         source_path=str(path.resolve()),
@@ -154,8 +199,8 @@ def read_log(path: Path, options: ReadOptions) -> ParsedRun:
         run_name=run_name,
         status="complete" if status in (None, "success") else str(status),
         model=model,
-        dataset=dataset,
-        dataset_raw=dataset_raw,
+        dataset=task.dataset,
+        dataset_raw=task.dataset_raw,
         main_metric=scorer,
         main_metric_source=rule.source if scorer else "none",
         **rule.run_fields(),
@@ -163,10 +208,6 @@ def read_log(path: Path, options: ReadOptions) -> ParsedRun:
         instructions=common(system_text(s.get("messages")) for _, s in log.samples),
         max_tokens=_max_tokens(log.header),
         **harness,
-    )
-    return ParsedRun(
-        run=run, instances=list(instances.values()), predictions=predictions, n_nonfinite=n_nonfinite, rule=rule,
-        notes=notes,
     )
 
 
