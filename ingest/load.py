@@ -72,6 +72,8 @@ class _Staged:
     source: str
     notes: tuple[str, ...]
     verdicts: RunNote
+    n_steps: int = 0
+    n_tool_calls: int = 0
 
 
 def _stage(parsed: ParsedRun | Skipped, options: ReadOptions) -> _Staged | Skipped:
@@ -83,7 +85,9 @@ def _stage(parsed: ParsedRun | Skipped, options: ReadOptions) -> _Staged | Skipp
     except (RecursionError, orjson.JSONEncodeError):
         raise IngestError(f"{source}: {TOO_DEEP}") from None
     _check_text_sizes(staged, source, options.limits.text_bytes)
-    return _Staged(staged, source, tuple(parsed.notes), RunNote.of(parsed))
+    steps = parsed.steps
+    return _Staged(staged, source, tuple(parsed.notes), RunNote.of(parsed),
+                   len(steps) if steps is not None else 0, steps.n_tool_calls if steps is not None else 0)
 
 
 def _check_text_sizes(staged: StagedRun, source: str, cap: int) -> None:
@@ -178,6 +182,9 @@ class IngestSummary:
     predictions: int = 0
     failures: int = 0
     infra_errors: int = 0
+    unscored: int = 0  # predictions with no verdict that are not failed requests
+    steps: int = 0  # transcript steps of agent predictions
+    tool_calls: int = 0
     seconds: float = 0.0
     run_ids: list[str] = field(default_factory=list)
     notes: list[RunNote] = field(default_factory=list)
@@ -200,10 +207,12 @@ class IngestSummary:
 
     def line(self) -> str:
         infra = f", {self.infra_errors:,} infrastructure errors" if self.infra_errors else ""
+        unscored = f", {self.unscored:,} without a verdict" if self.unscored else ""
+        steps = (f", {self.steps:,} transcript steps ({self.tool_calls:,} tool calls)" if self.steps else "")
         remarks = f"; {'; '.join(self.remarks)}" if self.remarks else ""
         return (
             f"ingested {self.runs:,} runs, {self.predictions:,} predictions, {self.failures:,} failures"
-            f"{infra} in {self.seconds:.1f} s into {self.db}{remarks}"
+            f"{infra}{unscored}{steps} in {self.seconds:.1f} s into {self.db}{remarks}"
         )
 
 
@@ -242,6 +251,8 @@ class _Kept:
     n_infra_errors: int
     notes: tuple[str, ...]
     verdicts: RunNote
+    n_steps: int = 0
+    n_tool_calls: int = 0
 
 
 class _Runs:
@@ -258,7 +269,7 @@ class _Runs:
         if earlier is None:
             run = item.run
             self.kept[run.run_id] = _Kept(item.source, run.n_predictions, run.n_infra_errors,
-                                          item.notes, item.verdicts)
+                                          item.notes, item.verdicts, item.n_steps, item.n_tool_calls)
             return True
         if earlier.source == item.source:
             self.repeated.append(item.source)
@@ -357,6 +368,9 @@ def ingest_paths(
         summary.predictions += kept.n_predictions
         summary.failures += kept.verdicts.n_failed
         summary.infra_errors += kept.n_infra_errors
+        summary.unscored += kept.n_predictions - kept.n_infra_errors - kept.verdicts.n_judged
+        summary.steps += kept.n_steps
+        summary.tool_calls += kept.n_tool_calls
         summary.run_ids.append(run_id)
         summary.notes.append(kept.verdicts)
         summary.remarks.extend(kept.notes)
