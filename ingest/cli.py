@@ -51,6 +51,12 @@ def build_parser() -> argparse.ArgumentParser:
              "(repeatable); others are refused or skipped and named. The app passes its data roots",
     )
     p.add_argument(
+        "--verdicts", action="append", default=[], metavar="FILE",
+        help="agent logs that carry no verdict (SWE-agent trajectories, OpenHands output without a SWE-bench report, "
+             "ATIF without Harbor's result.json): the harness's verdicts from FILE, a SWE-bench report (resolved_ids, "
+             "unresolved_ids, ...), per-instance report.json, or a list of resolved instance ids (repeatable)",
+    )
+    p.add_argument(
         "--strict", action="store_true",
         help="exit 2 when any run's recomputed rate differs from the harness's own headline, or is judged on "
              "another metric than the headline (the runs are still stored)",
@@ -158,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
             model=args.model,
             column_map=_column_map(args.map),
             only_under=tuple(args.only_under),
+            verdicts=tuple(args.verdicts),
         )
         summary = ingest_paths(args.paths, db=args.db, fmt=args.format, options=options, progress=True)
     except FaultlineError as exc:
