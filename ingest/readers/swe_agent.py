@@ -64,7 +64,7 @@ def read(path: Path, options: ReadOptions) -> Iterator[ParsedRun | Skipped]:
     verdicts = Verdicts(options.verdicts)
     for run_dir, trajectories in _groups(path).items():
         try:
-            yield read_run(run_dir, trajectories, options, verdicts)
+            yield read_run(path if path.is_file() else run_dir, trajectories, options, verdicts)
         except NeedsFlag as exc:
             if path.is_file():
                 raise
@@ -74,6 +74,7 @@ def read(path: Path, options: ReadOptions) -> Iterator[ParsedRun | Skipped]:
 
 
 def read_run(run_dir: Path, trajectories: list[Path], options: ReadOptions, verdicts: Verdicts) -> ParsedRun:
+    """`run_dir`: the run's folder (or the one trajectory named), which names the run."""
     hasher = hashlib.sha256()
     transcript = Transcript()
     instances, predictions = [], []
