@@ -126,7 +126,9 @@ class _CountedStream:
         self.reader, self.raw = reader, raw
 
     def read(self, n: int = -1) -> bytes:
-        chunk = self.raw.read(n if n and n > 0 else _CHUNK)
+        if n == 0:  # a reader probing whether the stream gives bytes or text
+            return b""
+        chunk = self.raw.read(n if n > 0 else _CHUNK)
         self.reader.total += len(chunk)
         if self.reader.total > self.reader.limits.archive_bytes:
             self.reader._too_big(f"expands to at least {human(self.reader.total)}", self.reader.limits.archive_bytes,
