@@ -32,7 +32,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", help="model name for every run read (custom files without a model column)")
     p.add_argument(
         "--map", action="append", default=[], metavar="FIELD=COLUMN",
-        help="custom files: read FIELD from COLUMN (fields: model, instance_id, input, output, reference, score, correct, dataset, domain, split)",
+        help="custom files: read FIELD from COLUMN (fields: model, instance_id, input, output, reference, score, correct, "
+             "dataset, domain, split; an agent's transcript: messages, OpenAI-style, with tool_calls and name; the "
+             "evidence a judge's table holds: prompt, instructions, judge_explanation, finish_reason)",
     )
     p.add_argument(
         "--pass-threshold", action="append", default=[], metavar="[DATASET=]X",
