@@ -24,7 +24,6 @@ from typing import Iterable, Iterator
 
 import orjson
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from store import writable_db_path
 from store.db import is_duckdb_file
@@ -39,6 +38,7 @@ from .options import ReadOptions
 from .records import ParsedRun, Skipped
 from .registry import Reader, by_name, choose
 from .report import RunNote, details, resolve_pending, skipped_files
+from .walk import scanning, total_size
 
 # Below this much log data a process pool costs more (start-up, imports, pickling) than it saves:
 # a 120 MB HELM suite parses in 2-3 s of CPU, and starting spawned workers costs about a second.
@@ -72,6 +72,8 @@ class _Staged:
     source: str
     notes: tuple[str, ...]
     verdicts: RunNote
+    n_steps: int = 0
+    n_tool_calls: int = 0
 
 
 def _stage(parsed: ParsedRun | Skipped, options: ReadOptions) -> _Staged | Skipped:
@@ -83,7 +85,9 @@ def _stage(parsed: ParsedRun | Skipped, options: ReadOptions) -> _Staged | Skipp
     except (RecursionError, orjson.JSONEncodeError):
         raise IngestError(f"{source}: {TOO_DEEP}") from None
     _check_text_sizes(staged, source, options.limits.text_bytes)
-    return _Staged(staged, source, tuple(parsed.notes), RunNote.of(parsed))
+    steps = parsed.steps
+    return _Staged(staged, source, tuple(parsed.notes), RunNote.of(parsed),
+                   len(steps) if steps is not None else 0, steps.n_tool_calls if steps is not None else 0)
 
 
 def _check_text_sizes(staged: StagedRun, source: str, cap: int) -> None:
@@ -94,6 +98,7 @@ def _check_text_sizes(staged: StagedRun, source: str, cap: int) -> None:
             # no value can be longer than the whole column: the common case costs no scan
             if not pa.types.is_string(column.type) or column.nbytes <= cap:
                 continue
+            import pyarrow.compute as pc  # only for a run holding a text this long: it costs start-up time
             lengths = pc.binary_length(column)
             biggest = pc.max(lengths).as_py()
             if biggest is not None and biggest > cap:
@@ -143,7 +148,7 @@ def _read_staged(reader: Reader, path: Path, options: ReadOptions) -> Iterator[_
     """Parse and stage an input's runs, on every core when the input is large enough to pay."""
     parts = reader.parts(path) if reader.parts else []
     workers = min(len(parts), os.cpu_count() or 1)
-    if workers < 2 or _size(path) < parallel_min_bytes():
+    if workers < 2 or total_size(path) < parallel_min_bytes():
         for parsed in reader.read(path, options):
             yield _stage(parsed, options)
         return
@@ -165,12 +170,6 @@ def _read_staged(reader: Reader, path: Path, options: ReadOptions) -> Iterator[_
                 future.cancel()
 
 
-def _size(path: Path) -> int:
-    if path.is_file():
-        return path.stat().st_size
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
-
-
 @dataclass
 class IngestSummary:
     db: Path
@@ -178,6 +177,9 @@ class IngestSummary:
     predictions: int = 0
     failures: int = 0
     infra_errors: int = 0
+    unscored: int = 0  # predictions with no verdict that are not failed requests
+    steps: int = 0  # transcript steps of agent predictions
+    tool_calls: int = 0
     seconds: float = 0.0
     run_ids: list[str] = field(default_factory=list)
     notes: list[RunNote] = field(default_factory=list)
@@ -200,10 +202,12 @@ class IngestSummary:
 
     def line(self) -> str:
         infra = f", {self.infra_errors:,} infrastructure errors" if self.infra_errors else ""
+        unscored = f", {self.unscored:,} without a verdict" if self.unscored else ""
+        steps = (f", {self.steps:,} transcript steps ({self.tool_calls:,} tool calls)" if self.steps else "")
         remarks = f"; {'; '.join(self.remarks)}" if self.remarks else ""
         return (
             f"ingested {self.runs:,} runs, {self.predictions:,} predictions, {self.failures:,} failures"
-            f"{infra} in {self.seconds:.1f} s into {self.db}{remarks}"
+            f"{infra}{unscored}{steps} in {self.seconds:.1f} s into {self.db}{remarks}"
         )
 
 
@@ -242,6 +246,8 @@ class _Kept:
     n_infra_errors: int
     notes: tuple[str, ...]
     verdicts: RunNote
+    n_steps: int = 0
+    n_tool_calls: int = 0
 
 
 class _Runs:
@@ -258,7 +264,7 @@ class _Runs:
         if earlier is None:
             run = item.run
             self.kept[run.run_id] = _Kept(item.source, run.n_predictions, run.n_infra_errors,
-                                          item.notes, item.verdicts)
+                                          item.notes, item.verdicts, item.n_steps, item.n_tool_calls)
             return True
         if earlier.source == item.source:
             self.repeated.append(item.source)
@@ -343,7 +349,7 @@ def ingest_paths(
     summary = IngestSummary(db=writable_db_path(db))
     runs = _Runs()
     with RunStaging(summary.db, chunk_bytes()) as staging:
-        with _parsing(progress) as bar, _confined(options.only_under):
+        with _parsing(progress) as bar, _confined(options.only_under), scanning():
             for raw in paths:
                 for item in _read_input(Path(raw), fmt, options, bar, summary):
                     if runs.keep(item) and staging.add(item.run):
@@ -357,6 +363,9 @@ def ingest_paths(
         summary.predictions += kept.n_predictions
         summary.failures += kept.verdicts.n_failed
         summary.infra_errors += kept.n_infra_errors
+        summary.unscored += kept.n_predictions - kept.n_infra_errors - kept.verdicts.n_judged
+        summary.steps += kept.n_steps
+        summary.tool_calls += kept.n_tool_calls
         summary.run_ids.append(run_id)
         summary.notes.append(kept.verdicts)
         summary.remarks.extend(kept.notes)

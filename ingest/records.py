@@ -1,17 +1,19 @@
 """The normalized records every reader produces, whatever the log format.
 
-RECORD_SCHEMA_VERSION is stored on each run so that a store can tell which reader vintage wrote it.
+RECORD_SCHEMA_VERSION is stored on each run so that a store can tell which reader vintage wrote it
+(3: predictions may carry their transcript, `StepRecord`s).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import datetime
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from .passfail import PassRule
 
-RECORD_SCHEMA_VERSION = 2
+RECORD_SCHEMA_VERSION = 3
 
 
 class _Record(BaseModel):
@@ -64,6 +66,41 @@ class PredictionRecord(_Record):
     finish_reason: str | None = Field(None, description="why generation stopped, as the log gives it ('length': cut at max_tokens)")
     output_tokens: int | None = Field(None, description="tokens the model generated, when logged")
     verdict_note: str | None = Field(None, description="why this verdict is not the usual reading (e.g. a request the provider blocked that the harness still scored)")
+
+
+# What a step of an agent's transcript is (docs/store.md, transcript_steps.kind).
+STEP_KINDS = ("message", "tool call", "tool result", "error", "system event")
+StepKind = Literal["message", "tool call", "tool result", "error", "system event"]
+
+
+class StepRecord(_Record):
+    """One step of a prediction's transcript: a message, a tool call the agent made, what the tool
+    returned, an error, or a system event (a limit reached, context compacted, a sub-agent
+    started). Readers build them through `ingest.transcript.Transcript`, which numbers them, cuts
+    their text at the stated cap and keeps its full length."""
+
+    instance_id: str
+    train_trial_index: int = 0
+    step_index: int = Field(ge=0, description="0-based position in the prediction's transcript, dense")
+    agent: str | None = Field(None, description="the agent that acted, as the log names it (multi-agent logs, sub-agents); NULL: the log names none")
+    role: str | None = Field(None, description="system, user, assistant, tool or environment")
+    kind: StepKind
+    tool_name: str | None = None
+    tool_call_id: str | None = None
+    tool_arguments: str | None = Field(None, description="the call's arguments as JSON, when whole (NULL when the text was cut)")
+    text: str | None = Field(None, description="the step's text, cut at the cap")
+    text_chars: int = Field(0, ge=0, description="the full text's length in characters (more than len(text) when cut)")
+    error: str | None = Field(None, description="what went wrong at this step, as the log says (a tool's error, a sample error)")
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    started_at: datetime | None = Field(None, description="when the step started, as logged (UTC)")
+    seconds: float | None = Field(None, description="how long the step took (a model call, a tool run), as logged")
+    model: str | None = Field(None, description="the model that generated this step, when the log says")
+    finish_reason: str | None = None
+    span_id: str | None = Field(None, description="the sub-agent or span the step ran in (NULL: top level)")
+    parent_span_id: str | None = None
+    depth: int = Field(0, ge=0, description="nesting: 0 top level, 1 inside a sub-agent, ...")
+    source_ref: str | None = Field(None, description="where in the log the step came from (messages[3], events[12], history[4])")
 
 
 class RunRecord(_Record):
@@ -121,6 +158,8 @@ class ParsedRun(BaseModel):
     instances: list[InstanceRecord]
     predictions: list[PredictionRecord]
     n_nonfinite: int = 0  # predictions whose score was NaN or infinite: unscored, and reported
+    # the predictions' transcripts, when the log holds them (agent logs): ingest.transcript.Transcript
+    steps: Any = None
     rule: PassRule | None = None  # how the run was judged; a pending rule is resolved at load
     # what the reader did that the user should hear about (e.g. repeated predictions stored once)
     notes: list[str] = []
@@ -128,6 +167,11 @@ class ParsedRun(BaseModel):
     @property
     def n_failures(self) -> int:
         return sum(1 for p in self.predictions if p.is_correct is False)
+
+    @property
+    def n_unscored(self) -> int:
+        """Predictions with no verdict that are not failed requests (e.g. a trajectory the log does not judge)."""
+        return sum(1 for p in self.predictions if p.is_correct is None and not p.infra_error)
 
     @property
     def n_infra_errors(self) -> int:

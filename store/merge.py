@@ -3,9 +3,9 @@ records of several Faultline stores (shards ingested on different machines) into
 transaction: all of them or nothing.
 
 How each table combines (`RULES`; every table of the schema must have one):
-- runs, with their instances and predictions: a run is identified as at ingest (`run_id`). A run
-  present in two stores is one run when it holds the same content (its row but for when it was
-  ingested and its variant, its instances and its predictions); else the merge is refused,
+- runs, with their instances, predictions and transcript steps: a run is identified as at ingest
+  (`run_id`). A run present in two stores is one run when it holds the same content (its row but
+  for when it was ingested and its variant, its instances, predictions and steps); else the merge is refused,
   naming both stores.
 - analyses, classifications, verifications, reviews, llm_calls: records that only accumulate; a record already
   present is not added again, so merging the same stores twice adds nothing. A record is present
@@ -40,7 +40,7 @@ from .errors import StoreError
 from .migrations import MIGRATIONS, migrate
 from .runs import refresh_groups
 
-RUN_TABLES = ("runs", "instances", "predictions")
+RUN_TABLES = ("runs", "instances", "predictions", "transcript_steps")
 # each record table, and the columns that do not tell whether a record is already present
 RECORDS = {"analyses": ("created_at",), "classifications": ("created_at",), "verifications": ("created_at",),
            "reviews": ("review_id",), "llm_calls": ("call_id",)}
@@ -253,7 +253,8 @@ def _merge_runs(con, src: str, path: Path, target: Path, origin: dict[tuple[str,
 def _differences(con, src: str) -> dict[str, list[str]]:
     """For each run in `_present` (in both the store and `src`): which of its parts differ."""
     out: dict[str, list[str]] = {}
-    for table, part in (("runs", "row"), ("instances", "instances"), ("predictions", "predictions")):
+    for table, part in (("runs", "row"), ("instances", "instances"), ("predictions", "predictions"),
+                        ("transcript_steps", "transcripts")):
         cols = ", ".join(_columns(con, table, ("run_id", *_NOT_CONTENT)))
         # an order-free fingerprint of each run's rows in that table
         fingerprint = (f"SELECT run_id, count(*) AS n, sum(hash({cols})::HUGEINT) AS h FROM {{db}}.{table} "

@@ -450,6 +450,39 @@ MIGRATIONS: list[tuple[str, str]] = [
         ALTER TABLE llm_cache ADD COLUMN finish_reason VARCHAR;
         """,
     ),
+    (
+        "019_transcript_steps",
+        # Agent logs keep the whole run, not only its last message: one row per step of a
+        # prediction's transcript (ingest/records.py StepRecord), written with its run in the same
+        # transaction and replaced with it. Texts are cut at a stated cap, their full length kept.
+        """
+        CREATE TABLE transcript_steps (
+            run_id VARCHAR NOT NULL,
+            instance_id VARCHAR NOT NULL,
+            train_trial_index INTEGER NOT NULL,
+            step_index INTEGER NOT NULL,
+            agent VARCHAR,
+            role VARCHAR,
+            kind VARCHAR NOT NULL,
+            tool_name VARCHAR,
+            tool_call_id VARCHAR,
+            tool_arguments VARCHAR,
+            text VARCHAR,
+            text_chars BIGINT NOT NULL,
+            error VARCHAR,
+            input_tokens BIGINT,
+            output_tokens BIGINT,
+            started_at TIMESTAMP,
+            seconds DOUBLE,
+            model VARCHAR,
+            finish_reason VARCHAR,
+            span_id VARCHAR,
+            parent_span_id VARCHAR,
+            depth INTEGER NOT NULL,
+            source_ref VARCHAR
+        );
+        """,
+    ),
 ]
 
 

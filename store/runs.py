@@ -64,6 +64,11 @@ class StagedRun:
     n_predictions: int
     n_failures: int
     n_infra_errors: int
+    steps: pa.Table | None = None  # transcript_steps rows (agent logs), else None
+
+    @property
+    def nbytes(self) -> int:
+        return self.instances.nbytes + self.predictions.nbytes + (self.steps.nbytes if self.steps is not None else 0)
 
 
 def stage_run(parsed: "ParsedRun") -> StagedRun:
@@ -131,7 +136,22 @@ def stage_run(parsed: "ParsedRun") -> StagedRun:
         n_predictions=len(preds),
         n_failures=parsed.n_failures,
         n_infra_errors=parsed.n_infra_errors,
+        steps=_steps(rid, parsed.steps),
     )
+
+
+def _steps(run_id: str, transcript) -> pa.Table | None:
+    """A run's transcript steps with its run_id first (ingest.transcript.Transcript), or None."""
+    if transcript is None or not len(transcript):
+        return None
+    table = transcript.table()
+    return table.add_column(0, "run_id", pa.array([run_id] * table.num_rows, pa.string()))
+
+
+def _steps_schema() -> pa.Schema:
+    from ingest.transcript import SCHEMA
+
+    return pa.schema([pa.field("run_id", pa.string()), *SCHEMA])
 
 
 @dataclass(frozen=True)
@@ -149,11 +169,14 @@ class LateRule:
     verdict_rule: str | None
 
 
-def run_tables(staged: list[StagedRun]) -> tuple[pa.Table, pa.Table, pa.Table]:
-    """These runs' rows of the runs (without ingested_at), instances and predictions tables."""
+def run_tables(staged: list[StagedRun]) -> tuple[pa.Table, pa.Table, pa.Table, pa.Table]:
+    """These runs' rows of the runs (without ingested_at), instances, predictions and
+    transcript_steps tables."""
     runs = pa.table({c: pa.array([s.run_values[i] for s in staged]) for i, c in enumerate(_RUN_COLUMNS[:-1])})
+    steps = [s.steps for s in staged if s.steps is not None]
     return (runs, pa.concat_tables([s.instances for s in staged]),
-            pa.concat_tables([s.predictions for s in staged]))
+            pa.concat_tables([s.predictions for s in staged]),
+            pa.concat_tables(steps) if steps else _steps_schema().empty_table())
 
 
 def replace_runs(con: "duckdb.DuckDBPyConnection", staged: list[StagedRun],
@@ -165,23 +188,23 @@ def replace_runs(con: "duckdb.DuckDBPyConnection", staged: list[StagedRun],
     """
     if not staged:
         return {}
-    runs, instances, predictions = run_tables(staged)
+    runs, instances, predictions, steps = run_tables(staged)
     with (registered(con, "_staged_runs", runs), registered(con, "_staged_instances", instances),
-          registered(con, "_staged_predictions", predictions)):
-        return replace_from(con, "_staged_runs", "_staged_instances", "_staged_predictions", late)
+          registered(con, "_staged_predictions", predictions), registered(con, "_staged_steps", steps)):
+        return replace_from(con, "_staged_runs", "_staged_instances", "_staged_predictions", "_staged_steps", late)
 
 
-def replace_from(con: "duckdb.DuckDBPyConnection", runs: str, instances: str, predictions: str,
+def replace_from(con: "duckdb.DuckDBPyConnection", runs: str, instances: str, predictions: str, steps: str,
                  late: list[LateRule] = ()) -> dict[str, tuple[int, int]]:
     """The one way runs enter the store: each replaces any earlier copy of itself, every run of
     one write gets the same `ingested_at`, runs with a `late` rule are judged by it, and the
     touched (model, dataset) groups get their variants and latest outcomes recomputed. The
-    first three arguments name relations holding the runs' rows (never input). Returns the
+    four relations named hold the runs' rows (never input; `steps` their transcript steps). Returns the
     (judged, failed) counts of each run judged by a late rule."""
     # a replaced run may have belonged to another group: its old siblings need new variants too
     groups = set(con.execute(
         f"SELECT model, dataset FROM runs WHERE run_id IN (SELECT run_id FROM {runs})").fetchall())
-    for table in ("predictions", "instances", "runs"):
+    for table in ("transcript_steps", "predictions", "instances", "runs"):
         con.execute(f"DELETE FROM {table} WHERE run_id IN (SELECT run_id FROM {runs})")
     # every value but ingested_at is the staged one; the write's own time stamps the whole command
     cols = ", ".join(_RUN_COLUMNS[:-1])
@@ -190,6 +213,10 @@ def replace_from(con: "duckdb.DuckDBPyConnection", runs: str, instances: str, pr
                                    ("predictions", _PREDICTION_COLUMNS, predictions)):
         cols = ", ".join(columns)
         con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {source}")
+    # in transcript order: a page of one prediction's steps then reads few row groups
+    cols = ", ".join(_steps_schema().names)
+    con.execute(f"INSERT INTO transcript_steps ({cols}) SELECT {cols} FROM {steps} "
+                "ORDER BY run_id, instance_id, train_trial_index, step_index")
     failures = _judge_late(con, late) if late else {}
     groups |= set(con.execute(f"SELECT DISTINCT model, dataset FROM {runs}").fetchall())
     refresh_groups(con, groups)

@@ -33,7 +33,7 @@ CHUNK_BYTES_DEFAULT = 128 * 1024 * 1024
 # DuckDB's own buffers while it reads the staged chunks into the store (it spills to disk beyond
 # this); with one chunk and the runs being parsed, this bounds an ingest's memory.
 MEMORY_LIMIT = "512MB"
-TABLES = ("runs", "instances", "predictions")
+TABLES = ("runs", "instances", "predictions", "transcript_steps")
 
 
 def staging_folder(db: Path, pid: int | None = None) -> Path:
@@ -86,7 +86,7 @@ class RunStaging:
     def add(self, run: StagedRun) -> bool:
         """Stage one run; return whether that wrote a chunk to disk."""
         self._chunk.append(run)
-        self._bytes += run.instances.nbytes + run.predictions.nbytes
+        self._bytes += run.nbytes
         if self._bytes < self.chunk_bytes:
             return False
         self._write_chunk()

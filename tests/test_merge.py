@@ -99,7 +99,7 @@ def test_a_merge_of_two_shards_equals_one_store_built_from_all_inputs(tmp_path, 
         "analyses": 40, "classifications": counts["classifications"], "failure_labels": 40, "instances": 30,
         "latest_labels": 40, "latest_outcomes": 30, "llm_batches": 0, "llm_cache": 40, "llm_calls": 40,
         "predictions": 30, "reviews": 1, "runs": 5, "schema_migrations": len(MIGRATIONS), "taxonomies": 1,
-        "verifications": 20,
+        "transcript_steps": 0, "verifications": 20,
     }
     assert counts["classifications"] > 0
     assert q(merged, "SELECT DISTINCT variant FROM runs") == [(None,)]

@@ -28,7 +28,7 @@ from ..evidence import annotation_notes, positive_int, render_messages
 from ..jsonio import expect, load_json
 from ..names import canonical_dataset, question_hash
 from ..options import ReadOptions
-from ..passfail import FALLBACK_METRICS, GENERIC_STATS, HarnessAggregate, Scale, agreement, is_finite, make_rule
+from ..passfail import FALLBACK_METRICS, GENERIC_STATS, HarnessAggregate, PassRule, Scale, agreement, is_finite, make_rule
 from ..records import InstanceRecord, ParsedRun, PredictionRecord, RunRecord, Skipped
 from ..walk import helm_runs_below
 
@@ -129,31 +129,72 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+@dataclass
+class _RunFiles:
+    """What a run folder holds, as read (every file read feeds `hasher`, the run's content hash)."""
+
+    run_dir: Path
+    hasher: Any
+    spec: dict
+    scenario: dict | None
+    raw_instances: list
+    raw_preds: list
+    instances_where: Path
+    preds_where: Path
+    merged_stats: dict
+    prompts: dict
+    finishes: dict
+
+
+@dataclass(frozen=True)
+class _Identity:
+    """Which run this is: its name, model, dataset and domain, and how its ids are qualified."""
+
+    run_name: str
+    adapter: dict
+    model: str
+    groups: list
+    dataset: str
+    dataset_raw: str
+    domain: str | None
+    qualifier: str
+
+
+@dataclass(frozen=True)
+class _Metric:
+    """The metric that decides pass/fail, chosen once per run, and the headline it answers to."""
+
+    override: Any
+    headline: Any
+    name: str | None
+    source: str
+    lower_is_better: bool | None
+
+
 def read_run(run_dir: Path, schema: SuiteSchema | None, options: ReadOptions) -> ParsedRun:
+    """load → identity → instances → metric → predictions → scores → verdict."""
+    files = _load_run(run_dir)
+    ident = _identity(files, options)
+    instances, index = _instances(files, ident)
+    metric = _metric(files, ident, schema, options)
+    rows, n_nonfinite, repeated = _prediction_rows(files, index, metric)
+    rule = _judge(rows, metric, schema, files.spec)
+    predictions = _validate(_PREDICTIONS, rows, f"{files.preds_where}: prediction")
+    run = _verdict(files, ident, instances, rows, metric, rule, schema)
+    notes = [f"{run_dir}: {repeated} repeated prediction(s) stored once"] if repeated else []
+    if blocked := sum(1 for r in rows if r["verdict_note"]):
+        notes.append(f"{run_dir}: {blocked} failed request(s) HELM scored anyway, counted as HELM counts them (predictions.verdict_note)")
+    return ParsedRun(run=run, instances=instances, predictions=predictions, notes=notes, n_nonfinite=n_nonfinite, rule=rule)
+
+
+def _load_run(run_dir: Path) -> _RunFiles:
+    """The run's files: its spec, its instances and predictions (from the display files, else
+    the request states), the per-instance stats, the prompts sent and why each generation ended."""
     hasher = hashlib.sha256()
     spec_file = run_dir / "run_spec.json"
     spec = expect(load_json(spec_file, hasher), dict, str(spec_file))
-    run_name = expect(spec.get("name"), str, f"{spec_file}: name")
-    adapter = expect(spec.get("adapter_spec", {}), dict, f"{spec_file}: adapter_spec")
-    model = options.model or adapter.get("model")
-    if not isinstance(model, str) or not model:
-        raise IngestError(f"{spec_file}: adapter_spec.model is missing")
-    scenario_args = (spec.get("scenario_spec") or {}).get("args") or {}
-    groups = [g for g in spec.get("groups") or [] if isinstance(g, str)]
-
     scenario_file = run_dir / "scenario.json"
-    if scenario_file.is_file():
-        scenario = expect(load_json(scenario_file, hasher), dict, str(scenario_file))
-        dataset_raw = scenario.get("name")
-    else:
-        dataset_raw = None
-    if not isinstance(dataset_raw, str) or not dataset_raw:
-        dataset_raw = run_name.split(":", 1)[0]
-    dataset = options.dataset or canonical_dataset(dataset_raw, options.pass_config.aliases, groups)
-    domain = _domain(scenario_args, groups, dataset)
-    # HELM restarts instance ids per scenario variant: qualify them with what tells variants apart
-    qualifier = "/".join(str(v) for v in scenario_args.values() if isinstance(v, (str, int, float)))
-
+    scenario = expect(load_json(scenario_file, hasher), dict, str(scenario_file)) if scenario_file.is_file() else None
     display_file = run_dir / "display_predictions.json"
     instances_file = run_dir / "instances.json"
     state_file = run_dir / "scenario_state.json"
@@ -175,18 +216,47 @@ def read_run(run_dir: Path, schema: SuiteSchema | None, options: ReadOptions) ->
                       "display_predictions.json nor scenario_state.json)")
     if not raw_preds:
         raise NotARun(run_dir, "empty HELM run: 0 request states")
-
     stats_file = run_dir / "per_instance_stats.json"
     merged_stats = (
         _merge_stats(expect(load_json(stats_file, hasher), list, str(stats_file)), stats_file)
         if stats_file.is_file() else {}
     )
+    return _RunFiles(
+        run_dir=run_dir, hasher=hasher, spec=spec, scenario=scenario, raw_instances=raw_instances, raw_preds=raw_preds,
+        instances_where=instances_file if completions is None else state_file,
+        preds_where=display_file if completions is None else state_file,
+        merged_stats=merged_stats,
+        prompts=_request_prompts(run_dir / "display_requests.json", state, hasher),
+        finishes=_finish_reasons(state),
+    )
 
-    prompts = _request_prompts(run_dir / "display_requests.json", state, hasher)
-    finishes = _finish_reasons(state)
 
-    method = adapter.get("method")
-    instances_where = instances_file if completions is None else state_file
+def _identity(files: _RunFiles, options: ReadOptions) -> _Identity:
+    spec_file = files.run_dir / "run_spec.json"
+    spec = files.spec
+    run_name = expect(spec.get("name"), str, f"{spec_file}: name")
+    adapter = expect(spec.get("adapter_spec", {}), dict, f"{spec_file}: adapter_spec")
+    model = options.model or adapter.get("model")
+    if not isinstance(model, str) or not model:
+        raise IngestError(f"{spec_file}: adapter_spec.model is missing")
+    scenario_args = (spec.get("scenario_spec") or {}).get("args") or {}
+    groups = [g for g in spec.get("groups") or [] if isinstance(g, str)]
+    dataset_raw = files.scenario.get("name") if files.scenario is not None else None
+    if not isinstance(dataset_raw, str) or not dataset_raw:
+        dataset_raw = run_name.split(":", 1)[0]
+    dataset = options.dataset or canonical_dataset(dataset_raw, options.pass_config.aliases, groups)
+    return _Identity(
+        run_name=run_name, adapter=adapter, model=model, groups=groups, dataset=dataset, dataset_raw=dataset_raw,
+        domain=_domain(scenario_args, groups, dataset),
+        # HELM restarts instance ids per scenario variant: qualify them with what tells variants apart
+        qualifier="/".join(str(v) for v in scenario_args.values() if isinstance(v, (str, int, float))),
+    )
+
+
+def _instances(files: _RunFiles, ident: _Identity) -> tuple[list[InstanceRecord], dict[tuple[str, str | None], str]]:
+    """The run's questions, each once, and (raw id, perturbation) → qualified id."""
+    raw_instances, instances_where, qualifier = files.raw_instances, files.instances_where, ident.qualifier
+    method = ident.adapter.get("method")
     inst_rows: list[dict[str, Any]] = []
     index: dict[tuple[str, str | None], str] = {}
     first_at: dict[tuple[str, str | None], int] = {}
@@ -233,22 +303,27 @@ def read_run(run_dir: Path, schema: SuiteSchema | None, options: ReadOptions) ->
                 "refs": refs,
                 "choices": choices,
                 "question_hash": question_hash(text if text is not None else _last_user(inp.get("messages"))),
-                "prompt_text": prompts.get((raw_id, pert)),
+                "prompt_text": files.prompts.get((raw_id, pert)),
             }
         )
-    instances = _validate(_INSTANCES, inst_rows, f"{instances_where}: instance")
+    return _validate(_INSTANCES, inst_rows, f"{instances_where}: instance"), index
 
-    # The metric that decides pass/fail, chosen once per run.
-    override = options.pass_config.for_dataset(dataset, dataset_raw)
-    metric_names = {m for stats in merged_stats.values() for m in stats}
-    first = next((p for p in raw_preds if isinstance(p, dict)), {})
+
+def _metric(files: _RunFiles, ident: _Identity, schema: SuiteSchema | None, options: ReadOptions) -> _Metric:
+    override = options.pass_config.for_dataset(ident.dataset, ident.dataset_raw)
+    metric_names = {m for stats in files.merged_stats.values() for m in stats}
+    first = next((p for p in files.raw_preds if isinstance(p, dict)), {})
     display_names = list(first.get("stats") or {})
     available = metric_names | set(display_names)
-    headline = _headline(schema, groups, available)
-    metric, source = _choose_metric(override.metric, headline, available, display_names, _jury_metric(spec))
-    lower = _lower_is_better(schema, metric)
+    headline = _headline(schema, ident.groups, available)
+    metric, source = _choose_metric(override.metric, headline, available, display_names, _jury_metric(files.spec))
+    return _Metric(override, headline, metric, source, _lower_is_better(schema, metric))
 
-    preds_where = display_file if completions is None else state_file
+
+def _prediction_rows(files: _RunFiles, index: dict, metric_choice: _Metric) -> tuple[list[dict[str, Any]], int, int]:
+    """One row per (instance, perturbation, trial), with its stats and its score on the metric;
+    how many scores were not finite and how many repeated predictions were dropped."""
+    raw_preds, preds_where, metric = files.raw_preds, files.preds_where, metric_choice.name
     rows: list[dict[str, Any]] = []
     n_nonfinite = 0
     pred_at: dict[tuple, int] = {}
@@ -272,7 +347,7 @@ def read_run(run_dir: Path, schema: SuiteSchema | None, options: ReadOptions) ->
             repeated += 1
             continue
         pred_at[key] = n
-        stats = merged_stats.get((raw_id, pert, trial)) if isinstance(trial, int) else None
+        stats = files.merged_stats.get((raw_id, pert, trial)) if isinstance(trial, int) else None
         stats = dict(stats) if stats else {}
         for name, value in (pred.get("stats") or {}).items():
             if isinstance(value, (int, float)):
@@ -296,15 +371,30 @@ def read_run(run_dir: Path, schema: SuiteSchema | None, options: ReadOptions) ->
                 "error_message": failed or None,
                 "verdict_note": note,
                 "judge_notes": annotation_notes(pred.get("annotations")),
-                "finish_reason": _finish_reason(stats) or finishes.get(key),
+                "finish_reason": _finish_reason(stats) or files.finishes.get(key),
                 "output_tokens": positive_int(stats.get("num_output_tokens")),
             }
         )
-    rule = make_rule(metric, source, override, lower_is_better=lower, evidence=_jury_scales(metric, schema, spec))
+    return rows, n_nonfinite, repeated
+
+
+def _judge(rows: list[dict[str, Any]], metric: _Metric, schema: SuiteSchema | None, spec: dict) -> PassRule:
+    """The run's pass rule on its metric's scale; each row's verdict by it (a failed request gets none)."""
+    rule = make_rule(metric.name, metric.source, metric.override, lower_is_better=metric.lower_is_better,
+                     evidence=_jury_scales(metric.name, schema, spec))
     judge = rule.judge
     for row in rows:
         row["is_correct"] = None if row["infra_error"] else judge(row["score"])
-    predictions = _validate(_PREDICTIONS, rows, f"{preds_where}: prediction")
+    return rule
+
+
+def _verdict(files: _RunFiles, ident: _Identity, instances: list[InstanceRecord], rows: list[dict[str, Any]],
+             metric_choice: _Metric, rule: PassRule, schema: SuiteSchema | None) -> RunRecord:
+    """The run record, with HELM's own headline checked against the recomputed one."""
+    run_dir, hasher, adapter, model = files.run_dir, files.hasher, ident.adapter, ident.model
+    run_name, groups, headline, metric = ident.run_name, ident.groups, metric_choice.headline, metric_choice.name
+    dataset, dataset_raw, domain, source = ident.dataset, ident.dataset_raw, ident.domain, metric_choice.source
+    method = adapter.get("method")
     suite_dir = run_dir.resolve().parent
     suite = suite_dir.name
     main_split = _main_split(schema, headline, groups, [i.split for i in instances])
@@ -317,7 +407,7 @@ def read_run(run_dir: Path, schema: SuiteSchema | None, options: ReadOptions) ->
         "num_trials": adapter.get("num_train_trials"),
         "model_deployment": adapter.get("model_deployment"),
     }
-    run = RunRecord(
+    return RunRecord(
         run_id=hashlib.sha1(f"{FORMAT}|{suite_dir}|{run_name}".encode()).hexdigest()[:16],
         source_format=FORMAT,
         source_path=str(run_dir.resolve()),
@@ -341,10 +431,6 @@ def read_run(run_dir: Path, schema: SuiteSchema | None, options: ReadOptions) ->
         max_tokens=positive_int(adapter.get("max_tokens")),
         **harness,
     )
-    notes = [f"{run_dir}: {repeated} repeated prediction(s) stored once"] if repeated else []
-    if blocked := sum(1 for r in rows if r["verdict_note"]):
-        notes.append(f"{run_dir}: {blocked} failed request(s) HELM scored anyway, counted as HELM counts them (predictions.verdict_note)")
-    return ParsedRun(run=run, instances=instances, predictions=predictions, notes=notes, n_nonfinite=n_nonfinite, rule=rule)
 
 
 # ---------------------------------------------------------------- evidence beyond the score

@@ -34,8 +34,11 @@ from ..jsonio import expect, load_json, parse_json
 from ..limits import ArchiveReader, Limits
 from ..names import canonical_dataset, question_hash
 from ..options import ReadOptions
-from ..passfail import HarnessAggregate, Scale, agreement, is_finite, make_rule
+from ..passfail import HarnessAggregate, PassRule, Scale, agreement, is_finite, make_rule
 from ..records import InstanceRecord, JudgeNote, ParsedRun, PredictionRecord, Reference, RunRecord
+from ..transcript import Transcript
+from .inspect_steps import ignored_note, sample_steps
+from .inspect_stream import STREAM_MEMBER_BYTES, stream_sample
 from ..walk import matching_files
 
 FORMAT = "inspect"
@@ -78,14 +81,47 @@ def read(path: Path, options: ReadOptions) -> Iterator[ParsedRun]:
 @dataclass(frozen=True)
 class _Log:
     header: dict
-    samples: list[tuple[str, dict]]  # (where, sample) for error messages
+    samples: list[tuple[str, dict]]  # (where, sample) for error messages; events and attachments left out
     content_hash: str
+    steps: Transcript | None = None  # the samples' transcripts
+    ignored: set[str] | None = None  # event types not read as steps
+
+
+@dataclass(frozen=True)
+class _Task:
+    """What the log says the run is: its model, dataset and the scorer that decides."""
+
+    model: str
+    task: Any
+    dataset: str
+    dataset_raw: str | None
+    scorer: str | None
+    override: Any
+    eval_spec: dict
 
 
 def read_log(path: Path, options: ReadOptions) -> ParsedRun:
+    """load → task → instances and predictions → scores → verdict."""
+    log, notes = _load(path, options)
+    task = _task(log, str(path), options)
+    instances, predictions = _instances_and_predictions(log, task)
+    rule, predictions, n_nonfinite = _scores(log, task, predictions)
+    run = _verdict(path, log, task, predictions, rule)
+    if note := ignored_note(str(path), log.ignored or ()):
+        notes.append(note)
+    return ParsedRun(
+        run=run, instances=instances, predictions=predictions, n_nonfinite=n_nonfinite, rule=rule,
+        notes=notes, steps=log.steps if log.steps is not None and len(log.steps) else None,
+    )
+
+
+def _load(path: Path, options: ReadOptions) -> tuple[_Log, list[str]]:
+    """The log's header and samples, in the current layout (notes say what was converted)."""
     log = _read_eval_zip(path, options.limits) if path.suffix.lower() == ".eval" else _read_json_log(path)
-    where = str(path)
-    log, notes = _normalized(log, where)
+    return _normalized(log, str(path))
+
+
+def _task(log: _Log, where: str, options: ReadOptions) -> _Task:
     eval_spec = expect(log.header.get("eval"), dict, f"{where}: eval")
     model = options.model or eval_spec.get("model")
     if not isinstance(model, str) or not model:
@@ -102,12 +138,16 @@ def read_log(path: Path, options: ReadOptions) -> ParsedRun:
     scorers = {name for _, s in log.samples if isinstance(s.get("scores"), dict) for name in s["scores"]}
     if scorer and scorers and scorer not in scorers:
         raise IngestError(f"{where}: no scorer {scorer!r} in the samples (scorers: {', '.join(sorted(scorers))})")
+    return _Task(model, task, dataset, dataset_raw, scorer, override, eval_spec)
+
+
+def _instances_and_predictions(log: _Log, task: _Task) -> tuple[list[InstanceRecord], list[PredictionRecord]]:
     instances: dict[str, InstanceRecord] = {}
     predictions: list[PredictionRecord] = []
     seen: set[tuple[str, int]] = set()
     for sample_where, sample in log.samples:
         try:
-            instance, prediction = _sample(sample, scorer, sample_where)
+            instance, prediction = _sample(sample, task.scorer, sample_where)
         except ValidationError as exc:
             err = exc.errors()[0]
             raise IngestError(f"{sample_where}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
@@ -117,12 +157,18 @@ def read_log(path: Path, options: ReadOptions) -> ParsedRun:
         seen.add(key)
         instances.setdefault(instance.instance_id, instance)
         predictions.append(prediction)
+    return list(instances.values()), predictions
+
+
+def _scores(log: _Log, task: _Task, predictions: list[PredictionRecord]) -> tuple[PassRule, list[PredictionRecord], int]:
+    """The pass rule for the scorer's values, and each unjudged prediction judged by it."""
+    scorer = task.scorer
     raw_values = [
         s["scores"][scorer].get("value") for _, s in log.samples
         if scorer and isinstance(s.get("scores"), dict) and isinstance(s["scores"].get(scorer), dict)
     ]
     rule = make_rule(
-        scorer, "config" if override.metric else "inspect scorer", override, lower_is_better=False,
+        scorer, "config" if task.override.metric else "inspect scorer", task.override, lower_is_better=False,
         scale=_value_scale(raw_values), evidence=_accuracy_scale(log.header, scorer),
     )
     n_nonfinite = sum(1 for v in raw_values if _nonfinite(v))
@@ -130,6 +176,12 @@ def read_log(path: Path, options: ReadOptions) -> ParsedRun:
         p if p.is_correct is not None or p.infra_error else p.model_copy(update={"is_correct": rule.judge(p.score)})
         for p in predictions
     ]
+    return rule, predictions, n_nonfinite
+
+
+def _verdict(path: Path, log: _Log, task: _Task, predictions: list[PredictionRecord], rule: PassRule) -> RunRecord:
+    """The run, with the harness's own aggregate checked against the verdicts."""
+    scorer, eval_spec, model = task.scorer, task.eval_spec, task.model
     scored = [p for p in predictions if not p.infra_error]
     aggregate = _header_aggregate(log.header, scorer) if scorer else None
     # Inspect reports every scorer's own metrics: the judged scorer's accuracy (else mean) is its headline
@@ -138,14 +190,14 @@ def read_log(path: Path, options: ReadOptions) -> ParsedRun:
         headline=scorer if aggregate else None, n_errored=len(predictions) - len(scored),
     )
     status = log.header.get("status")
-    run_name = f"{task}:{model}"
+    run_name = f"{task.task}:{model}"
     config = eval_spec.get("config") if isinstance(eval_spec.get("config"), dict) else {}
     settings = {
-        "harness": FORMAT, "task": task, "task_id": eval_spec.get("task_id"), "run": eval_spec.get("run_id"),
+        "harness": FORMAT, "task": task.task, "task_id": eval_spec.get("task_id"), "run": eval_spec.get("run_id"),
         "epochs": config.get("epochs"),
     }
     run_key = f"{path.resolve()}|{eval_spec.get('task_id')}|{eval_spec.get('run_id')}"
-    run = RunRecord(
+    return RunRecord(
         run_id=hashlib.sha1(f"{FORMAT}|{run_key}".encode()).hexdigest()[:16],
         source_format=FORMAT,
         source_path=str(path.resolve()),
@@ -154,8 +206,8 @@ def read_log(path: Path, options: ReadOptions) -> ParsedRun:
         run_name=run_name,
         status="complete" if status in (None, "success") else str(status),
         model=model,
-        dataset=dataset,
-        dataset_raw=dataset_raw,
+        dataset=task.dataset,
+        dataset_raw=task.dataset_raw,
         main_metric=scorer,
         main_metric_source=rule.source if scorer else "none",
         **rule.run_fields(),
@@ -163,10 +215,6 @@ def read_log(path: Path, options: ReadOptions) -> ParsedRun:
         instructions=common(system_text(s.get("messages")) for _, s in log.samples),
         max_tokens=_max_tokens(log.header),
         **harness,
-    )
-    return ParsedRun(
-        run=run, instances=list(instances.values()), predictions=predictions, n_nonfinite=n_nonfinite, rule=rule,
-        notes=notes,
     )
 
 
@@ -273,6 +321,8 @@ def _header_aggregate(header: dict, scorer: str) -> HarnessAggregate | None:
 
 def _read_eval_zip(path: Path, limits: Limits) -> _Log:
     hasher = hashlib.sha256()
+    transcript = Transcript()
+    ignored: set[str] = set()
     try:
         with os.fdopen(files.open_regular(path, limits), "rb") as handle, zipfile.ZipFile(handle) as archive:
             names = archive.namelist()
@@ -281,20 +331,92 @@ def _read_eval_zip(path: Path, limits: Limits) -> _Log:
             if header_name not in names:
                 raise IngestError(f"{path}: not an Inspect log: no header.json in the archive")
             sample_names = sorted((n for n in names if SAMPLE_NAME.match(n)), key=_sample_order)
+            streamed = {n for n in sample_names if _streamable(archive.getinfo(n), limits)}
             capped = ArchiveReader(archive, path, limits)
-            capped.check_declared([header_name, *sample_names])
+            capped.check_declared([header_name, *(n for n in sample_names if n not in streamed)])
             header = expect(_zip_json(capped, path, header_name, hasher), dict, f"{path}!{header_name}")
             if header_name != "header.json":
                 header = {**header, "status": header.get("status", "started")}
-            samples = [
-                (f"{path}!{n}", expect(_zip_json(capped, path, n, hasher), dict, f"{path}!{n}"))
-                for n in sample_names
-            ]
+            samples = []
+            for name in sample_names:
+                where = f"{path}!{name}"
+                if name in streamed:
+                    sample, steps, resolve, lengths = stream_sample(capped, name, where, hasher, transcript.cap, _kept)
+                else:
+                    whole = expect(_zip_json(capped, path, name, hasher), dict, where)
+                    steps = sample_steps(whole, where, transcript.cap)
+                    attachments = whole.get("attachments") if isinstance(whole.get("attachments"), dict) else {}
+                    sample, resolve, lengths = _kept(whole), attachments.get, {}
+                    del whole
+                _emit(transcript, sample, steps, resolve, lengths, where)
+                ignored |= steps.ignored
+                samples.append((where, _slim(sample, resolve)))
     except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
         raise IngestError(f"{path}: corrupt or truncated .eval archive ({exc})") from None
     except OSError as exc:
         raise IngestError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    return _Log(header, samples, hasher.hexdigest())
+    return _Log(header, samples, hasher.hexdigest(), transcript, ignored)
+
+
+# A member larger than the entry cap is streamed only when it compresses like a log: real samples
+# compress 10–20:1, a zip bomb hundreds or thousands to one (it is then refused by the entry cap).
+MAX_STREAMED_RATIO = 100
+
+
+def _streamable(info: zipfile.ZipInfo, limits: Limits) -> bool:
+    if info.file_size <= STREAM_MEMBER_BYTES:
+        return False
+    return info.file_size <= limits.entry_bytes or info.file_size <= MAX_STREAMED_RATIO * max(info.compress_size, 1)
+
+
+# The fields of a sample the reader keeps once its steps are taken (its events and attachments never).
+KEPT_FIELDS = (*READ_FIELDS, "score", "limit")
+
+
+def _kept(sample: dict) -> dict:
+    return {k: sample[k] for k in KEPT_FIELDS if k in sample}
+
+
+def _slim(sample: dict, resolve) -> dict:
+    """The kept fields with their attachment references resolved; an agent's messages only up to
+    its first answer (what it was asked: the prompt and the instructions are read from them; the
+    rest is its transcript, kept as steps)."""
+    out = {k: _resolve_attachments(v, _Resolver(resolve)) for k, v in sample.items()}
+    messages = out.get("messages")
+    if isinstance(messages, list) and _is_agent(messages):
+        first = next((n for n, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "assistant"), len(messages))
+        out["messages"] = messages[:first]
+    return out
+
+
+def _is_agent(messages: list) -> bool:
+    return any(isinstance(m, dict) and (m.get("tool_calls") or m.get("role") == "tool") for m in messages)
+
+
+class _Resolver(dict):
+    """A mapping view of a resolver function, for `_resolve_attachments`."""
+
+    def __init__(self, resolve) -> None:
+        super().__init__()
+        self._resolve = resolve
+
+    def get(self, key, default=None):
+        found = self._resolve(key)
+        return default if found is None else found
+
+
+def _emit(transcript: Transcript, sample: dict, steps, resolve, lengths: dict[str, int], where: str) -> None:
+    """The sample's steps into the run's transcript, under its instance id and epoch."""
+    raw_id, epoch = sample.get("id"), sample.get("epoch", 1)
+    if isinstance(raw_id, list) and len(raw_id) == 1:  # an R writer's boxed id (see _normalized)
+        raw_id = raw_id[0]
+    if isinstance(epoch, list) and len(epoch) == 1:
+        epoch = epoch[0]
+    if raw_id is None or isinstance(raw_id, (bool, dict, list)) or not isinstance(epoch, int) or epoch < 1:
+        return  # the sample itself is refused, with a message, when it is read
+    if steps.single_turn():
+        return
+    steps.emit(transcript, str(raw_id), epoch - 1, resolve, lengths)
 
 
 def _sample_order(name: str) -> tuple:
@@ -313,12 +435,22 @@ def _zip_json(archive: ArchiveReader, path: Path, name: str, hasher: "hashlib._H
 def _read_json_log(path: Path) -> _Log:
     hasher = hashlib.sha256()
     header = expect(load_json(path, hasher), dict, str(path))
-    samples = expect(header.get("samples") or [], list, f"{path}: samples")
-    return _Log(
-        header,
-        [(f"{path}: samples[{n}]", expect(s, dict, f"{path}: samples[{n}]")) for n, s in enumerate(samples)],
-        hasher.hexdigest(),
-    )
+    raw_samples = expect(header.pop("samples", None) or [], list, f"{path}: samples")
+    transcript = Transcript()
+    ignored: set[str] = set()
+    samples = []
+    for n in range(len(raw_samples)):
+        where = f"{path}: samples[{n}]"
+        whole = expect(raw_samples[n], dict, where)
+        raw_samples[n] = None  # each sample's events are let go once read
+        steps = sample_steps(whole, where, transcript.cap)
+        attachments = whole.get("attachments") if isinstance(whole.get("attachments"), dict) else {}
+        sample = _kept(whole)
+        del whole
+        _emit(transcript, sample, steps, attachments.get, {}, where)
+        ignored |= steps.ignored
+        samples.append((where, _slim(sample, attachments.get)))
+    return _Log(header, samples, hasher.hexdigest(), transcript, ignored)
 
 
 def _first_scorer(header: dict, samples: list[tuple[str, dict]]) -> str | None:
@@ -510,7 +642,7 @@ def _normalized(log: _Log, where: str) -> tuple[_Log, list[str]]:
     if header.get("version") == 1 or "scorer" in (header.get("results") or {}) or any("score" in s for _, s in samples):
         header, samples = _from_version_1(header, samples, where)
         notes.append(f"{where}: Inspect log format version 1 (inspect_ai 0.3.9 or older): sample.score and results.metrics read as version 2's scores")
-    return _Log(header, samples, log.content_hash), notes
+    return _Log(header, samples, log.content_hash, log.steps, log.ignored), notes
 
 
 # Fields Inspect writes as one value; "*" stands for every item of a list or value of a mapping.

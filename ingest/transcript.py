@@ -1,0 +1,267 @@
+"""Transcripts of agent predictions: the steps readers find in a log, numbered, their texts cut at
+a stated cap (the full length kept), held as Arrow batches rather than Python objects.
+
+Readers call `Transcript.add` once per step, in the order the agent took them; each prediction's
+steps are numbered from 0. A step's text longer than the cap (`FAULTLINE_STEP_TEXT_CHARS`,
+20,000 characters by default) is cut, and `text_chars` keeps its full length, so memory and the
+store grow with the number of steps, never with the size of what one step printed. Rows are
+checked against `StepRecord` (ingest/records.py) a batch at a time.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from datetime import datetime, timezone
+from typing import Any
+
+import orjson
+import pyarrow as pa
+from pydantic import TypeAdapter, ValidationError
+
+from .errors import IngestError
+from .records import STEP_KINDS, StepRecord
+
+STEP_TEXT_ENV = "FAULTLINE_STEP_TEXT_CHARS"
+STEP_TEXT_CHARS_DEFAULT = 20_000
+BATCH_ROWS = 2048
+
+# The transcript_steps table without run_id (added when the run is staged), in column order.
+SCHEMA = pa.schema([
+    ("instance_id", pa.string()),
+    ("train_trial_index", pa.int32()),
+    ("step_index", pa.int32()),
+    ("agent", pa.string()),
+    ("role", pa.string()),
+    ("kind", pa.string()),
+    ("tool_name", pa.string()),
+    ("tool_call_id", pa.string()),
+    ("tool_arguments", pa.string()),
+    ("text", pa.string()),
+    ("text_chars", pa.int64()),
+    ("error", pa.string()),
+    ("input_tokens", pa.int64()),
+    ("output_tokens", pa.int64()),
+    ("started_at", pa.timestamp("us")),
+    ("seconds", pa.float64()),
+    ("model", pa.string()),
+    ("finish_reason", pa.string()),
+    ("span_id", pa.string()),
+    ("parent_span_id", pa.string()),
+    ("depth", pa.int32()),
+    ("source_ref", pa.string()),
+])
+COLUMNS = tuple(SCHEMA.names)
+_steps_adapter: TypeAdapter | None = None  # built on first use: building it costs start-up time
+_TEXT_FIELDS = ("agent", "role", "tool_name", "tool_call_id", "error", "model", "finish_reason", "span_id",
+                "parent_span_id", "source_ref")
+
+
+def step_text_cap() -> int:
+    raw = os.environ.get(STEP_TEXT_ENV)
+    if not raw:
+        return STEP_TEXT_CHARS_DEFAULT
+    try:
+        value = int(raw)
+    except ValueError:
+        raise IngestError(f"{STEP_TEXT_ENV}={raw!r}: expected a number of characters, e.g. 20000") from None
+    if value <= 0:
+        raise IngestError(f"{STEP_TEXT_ENV}={raw!r}: must be positive")
+    return value
+
+
+class Transcript:
+    """The steps of one run's predictions, in the order added."""
+
+    def __init__(self, cap: int | None = None) -> None:
+        self.cap = cap or step_text_cap()
+        self._rows: list[dict[str, Any]] = []
+        self._batches: list[pa.RecordBatch] = []
+        self._next: dict[tuple[str, int], int] = {}
+        self.n_steps = 0
+        self.n_tool_calls = 0
+        self.n_tool_errors = 0  # tool results that carry an error
+        self.n_cut = 0  # texts cut at the cap
+
+    def __len__(self) -> int:
+        return self.n_steps
+
+    def n_of(self, instance_id: str, trial: int = 0) -> int:
+        """How many steps the prediction has so far."""
+        return self._next.get((instance_id, trial), 0)
+
+    def predictions(self) -> set[tuple[str, int]]:
+        return set(self._next)
+
+    def add(self, instance_id: str, trial: int, kind: str, *, where: object, text: Any = None,
+            arguments: Any = None, started_at: Any = None, input_tokens: Any = None, output_tokens: Any = None,
+            seconds: Any = None, depth: int = 0, full_chars: int | None = None, **fields: Any) -> int:
+        """Add one step; return its index. `where` names the place in the log for error messages.
+        `arguments`: a tool call's arguments (a mapping, or JSON text as the model wrote it); other
+        `fields` are StepRecord's text fields (agent, role, tool_name, ...). `full_chars`: the
+        text's full length when the reader already cut it."""
+        if kind not in STEP_KINDS:
+            raise ValueError(f"unknown step kind {kind!r}")
+        key = (instance_id, trial)
+        index = self._next.get(key, 0)
+        self._next[key] = index + 1
+        row: dict[str, Any] = {"instance_id": instance_id, "train_trial_index": trial, "step_index": index,
+                               "kind": kind, "depth": depth}
+        for name in _TEXT_FIELDS:
+            row[name] = _label(fields.pop(name, None), name, where)
+        if fields:
+            raise TypeError(f"unknown step field(s) {', '.join(fields)}")
+        if kind == "tool call" and arguments is not None:
+            whole, parse_error = _arguments(arguments)
+            text = whole if text is None else text
+            row["tool_arguments"] = whole if parse_error is None and len(whole) <= self.cap else None
+            if parse_error and not row["error"]:
+                row["error"] = parse_error
+        else:
+            row["tool_arguments"] = None
+        if text is not None and not isinstance(text, str):
+            raise IngestError(f"{where}: expected text, found {type(text).__name__}")
+        row["text_chars"] = max(len(text) if text else 0, full_chars or 0)
+        if text is not None and len(text) > self.cap:
+            text = text[: self.cap]
+        if row["text_chars"] > len(text or ""):
+            self.n_cut += 1
+        row["text"] = text
+        row["input_tokens"] = count(input_tokens)
+        row["output_tokens"] = count(output_tokens)
+        row["seconds"] = _seconds(seconds)
+        row["started_at"] = timestamp(started_at)
+        self._rows.append(row)
+        self.n_steps += 1
+        if kind == "tool call":
+            self.n_tool_calls += 1
+        elif kind == "tool result" and row["error"]:
+            self.n_tool_errors += 1
+        if len(self._rows) >= BATCH_ROWS:
+            self._flush()
+        return index
+
+    def _flush(self) -> None:
+        if not self._rows:
+            return
+        global _steps_adapter
+        if _steps_adapter is None:
+            _steps_adapter = TypeAdapter(list[StepRecord])
+        try:
+            _steps_adapter.validate_python(self._rows)
+        except ValidationError as exc:  # a reader bug, not the user's file: readers check what they pass
+            err = exc.errors()[0]
+            raise ValueError(f"transcript step {err['loc']}: {err['msg']}") from None
+        self._batches.append(pa.RecordBatch.from_pylist(self._rows, schema=SCHEMA))
+        self._rows = []
+
+    def table(self) -> pa.Table:
+        """Every step added, as one table in SCHEMA's columns."""
+        self._flush()
+        return pa.Table.from_batches(self._batches, schema=SCHEMA)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(b.nbytes for b in self._batches)
+
+
+def empty_table() -> pa.Table:
+    return SCHEMA.empty_table()
+
+
+def _label(value: Any, name: str, where: object) -> str | None:
+    if value is None or isinstance(value, str):
+        return value or None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)  # an id written as a number
+    raise IngestError(f"{where}: {name}: expected text, found {type(value).__name__}")
+
+
+def _arguments(arguments: Any) -> tuple[str, str | None]:
+    """A tool call's arguments as JSON text, and why they are not valid JSON (None when they are)."""
+    if isinstance(arguments, str):
+        try:
+            orjson.loads(arguments)
+        except orjson.JSONDecodeError as exc:
+            return arguments, f"malformed tool call: its arguments are not valid JSON ({exc})"
+        return arguments, None
+    try:
+        return orjson.dumps(arguments).decode(), None
+    except (TypeError, orjson.JSONEncodeError):
+        return str(arguments), "malformed tool call: its arguments are not JSON"
+
+
+def count(value: Any) -> int | None:
+    """A token count as logged (ints, integral floats, numeric text), else None."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            return None
+    if isinstance(value, (int, float)) and math.isfinite(value) and value >= 0 and float(value).is_integer():
+        return int(value) if value < 2**62 else None
+    return None
+
+
+def _seconds(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) and value >= 0 else None
+
+
+def timestamp(value: Any) -> datetime | None:
+    """A logged time as naive UTC: ISO 8601 text (with or without an offset; without one it is
+    taken as UTC) or seconds since the epoch."""
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        if isinstance(value, (int, float)):
+            if not math.isfinite(value) or not 0 < value < 32503680000:
+                return None
+            return datetime.fromtimestamp(value, timezone.utc).replace(tzinfo=None)
+        if isinstance(value, str):
+            moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+            if moment.tzinfo is not None:
+                moment = moment.astimezone(timezone.utc).replace(tzinfo=None)
+            return moment
+    except (ValueError, OverflowError, OSError):
+        return None
+    return None
+
+
+def content_text(content: Any, where: object) -> str | None:
+    """A message content as text: a string, or the parts of a list (text and reasoning as they
+    are, reasoning first; an image, audio or document as [image] etc.; a tool-use part as its
+    input), or None when empty."""
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, dict):
+        content = [content]
+    if not isinstance(content, list):
+        raise IngestError(f"{where}: content: expected text or a list of parts, found {type(content).__name__}")
+    reasoning, texts = [], []
+    for part in content:
+        if isinstance(part, str):
+            texts.append(part)
+            continue
+        if not isinstance(part, dict):
+            raise IngestError(f"{where}: content: a part is {type(part).__name__}, expected an object or text")
+        kind = part.get("type")
+        if kind in ("reasoning", "thinking"):
+            value = part.get(kind) or part.get("summary")
+            if isinstance(value, str) and value.strip() and not part.get("redacted"):
+                reasoning.append(value)
+        elif isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        elif kind in ("image", "image_url", "audio", "input_audio", "video", "document", "file"):
+            texts.append(f"[{kind}]")
+        elif kind == "tool_use":
+            texts.append(orjson.dumps(part.get("input")).decode())
+        elif kind == "tool_result":
+            inner = content_text(part.get("content"), where)
+            if inner:
+                texts.append(inner)
+    joined = "\n".join([*reasoning, *texts])
+    return joined or None
