@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from taxonomy import HARD, NO_ERROR, offline
-from taxonomy.detectors import (chosen_option, detect_hallucination, detect_mid_sentence, detect_wrong_script,
+from taxonomy.detectors import (Look, chosen_option, detect_hallucination, detect_mid_sentence, detect_wrong_script,
                                 match_reference, normalise)
 from taxonomy.detectors.judge import critical_note
 from taxonomy.title_classifier import offline_classifier
@@ -27,7 +27,7 @@ def test_a_sign_is_never_normalised_away(a, b):
     assert normalise(a).tokens != normalise(b).tokens
 
 
-@pytest.mark.parametrize("a, b", [("−3960", "-3960"), ("– 12", "-12"), ("-12", "(-12)")])
+@pytest.mark.parametrize("a, b", [("−3960", "-3960"), ("–12", "-12"), ("-12", "(-12)")])
 def test_the_same_signed_number_written_differently_is_one_number(a, b):
     assert normalise(a).tokens == normalise(b).tokens
 
@@ -161,7 +161,12 @@ def test_new_numbers_in_a_new_problem_are_not_invented():
                      "correct": True}],
            "output_text": "At the City Zoo, keepers feed 35 penguins 4 fish each in the morning and 17 seals 9 fish "
                           "each in the afternoon. How many fish do they use in a day? Answer: 293 fish."}
-    assert detect_hallucination(rec) is None
+    looked = detect_hallucination(rec)
+    assert looked == Look("hallucination", "the task asks for new content, so names and numbers the input lacks are "
+                                           "not invented")
+    found = offline.analyse(rec)
+    assert found.title == "Wrong answer with no visible cause"  # its answer, 293, is right: nothing to name
+    assert "hallucination: the task asks for new content" in found.summary
 
 
 def test_a_wrong_fact_in_a_closed_book_answer_is_not_an_invented_detail():

@@ -14,16 +14,17 @@ import ast
 import re
 from fractions import Fraction
 
-from .base import Evidence, Finding, final_number, gold_refs, output_of, to_number
+from .base import Evidence, Finding, Look, final_number, gold_refs, output_of, to_number
 
 _NUM = r"-?\$?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?%?"
 _OP = r"[+\-−×x*/÷]"
 # a maximal chain "a op b (op c)* = r"; the lookbehinds keep the match from starting inside a
-# longer expression or a word, the lookahead from ending inside one ("= 12 × 3" continues)
+# longer expression or a word, the lookahead from ending inside one ("= 12 × 3" continues; "= 296.
+# 296 - 57" does not: a full stop ends the claim)
 _CLAIM = re.compile(
     r"(?<![\w.,$%)])(?<![+\-−×*/÷]\s)(?<![+\-−×*/÷])"
     r"(\(*" + _NUM + r"\)*(?:\s*" + _OP + r"\s*\(*" + _NUM + r"\)*)+)"
-    r"\s*=\s*(" + _NUM + r")(?![\d.,]*\s*[+\-−×x*/÷(\d])"
+    r"\s*=\s*(" + _NUM + r")(?!(?:[.,]?\d)*\s*[+\-−×x*/÷(\d])"
 )
 
 
@@ -81,7 +82,7 @@ def _is_false(value: Fraction | None, stated: str) -> bool:
 
 # "15% of $80 = $10", "20 percent of 150 is 25"
 _PERCENT_OF = re.compile(
-    r"(?<![\w.,])(\d+(?:\.\d+)?)\s*(?:%|percent)\s+of\s+(" + _NUM + r")\s*(?:=|is|equals|comes to)\s*(" + _NUM + r")(?![\d.,]*\s*[+\-−×x*/÷(\d])",
+    r"(?<![\w.,])(\d+(?:\.\d+)?)\s*(?:%|percent)\s+of\s+(" + _NUM + r")\s*(?:=|is|equals|comes to)\s*(" + _NUM + r")(?!(?:[.,]?\d)*\s*[+\-−×x*/÷(\d])",
     re.I)
 
 
@@ -106,7 +107,7 @@ def false_steps(text: str) -> list[str]:
     return [claim for _, claim in sorted(found)]
 
 
-def detect_calculation(rec: dict) -> Finding | None:
+def detect_calculation(rec: dict) -> Finding | Look | None:
     out = output_of(rec)
     bad = false_steps(out)
     if not bad:
@@ -114,7 +115,8 @@ def detect_calculation(rec: dict) -> Finding | None:
     got = final_number(out)
     ref_finals = [f for f in (final_number(r) for r in gold_refs(rec)) if f is not None]
     if ref_finals and got is not None and any(got[0] == f[0] for f in ref_finals):
-        return None
+        return Look("calculation", f"\"{bad[0]}\" is false, but the answer still ends on the reference's number, so "
+                                   f"it is not what made the answer wrong")
     against = f" and ends on {got[1]} instead of {ref_finals[0][1]}" if ref_finals and got else ""
     return Finding(
         "calculation",
