@@ -45,6 +45,7 @@ from .detectors import (
     detect_mixed_script,
     detect_no_answer_claim,
     detect_partial_answer,
+    detect_performance_only,
     detect_prompt_echo,
     detect_reference_match,
     detect_retrieval_miss,
@@ -58,6 +59,7 @@ from .detectors import (
     detect_wrong_script,
     looked_past_template_tokens,
 )
+from .catalog import NO_ERROR
 from .detectors.base import input_of, output_of, shorten, words
 
 # v3: the judge's explanation, the normalised reference match (No Model Error), template tokens,
@@ -282,6 +284,7 @@ def fallback(rec: dict, looked: list[Look] = ()) -> Finding:
 
 DETECTORS: list[Callable[[dict], Finding | Look | None]] = [
     detect_empty,
+    detect_performance_only,
     detect_reference_match,
     detect_safe_prompt,
     detect_judge_explanation,
@@ -325,8 +328,8 @@ DETECTORS: list[Callable[[dict], Finding | Look | None]] = [
 
 # Every fixed title a detector gives, with the category it is meant to land in: the offline title
 # classifier must agree (a test checks it), and discovery tells these apart from the specific
-# titles that quote a judge. Findings that are no model error are labelled by the store's rule,
-# whatever their title's class.
+# titles that quote a judge. Findings that are no model error are labelled No Model Error by the
+# store's rule and never classified.
 TITLE_CATEGORIES = {
     "Empty response with no answer": "Refusal",
     "Refuses to answer the request": "Refusal",
@@ -345,6 +348,7 @@ TITLE_CATEGORIES = {
     "Translation leaves out part of the source": "Incomplete Content",
     "Answers the text instead of translating it": "Irrelevant/Off-Topic",
     "Miscalculates an intermediate step": "Calculation Error",
+    "Ignores the order of operations": "Incorrect Method/Application",
     "Repetition loop in the output": "Verbosity",
     "Response far longer than the reference": "Verbosity",
     "Longer than the prompt allows": "Verbosity",
@@ -370,12 +374,13 @@ TITLE_CATEGORIES = {
     "Names several options instead of choosing one": "Refusal",
     "Ends naming several options, choosing none": "Hard to Analyze",
     "Puts the items in the wrong order": "Reasoning Error",
-    # no model error (labelled No Model Error by the store's rule)
-    "Matches the reference once normalised": "Other",
-    "Chooses the correct option in a form the metric did not read": "Other",
-    "Says the documents lack the answer, and they do": "Other",
-    "Answers a prompt the benchmark marks safe": "Other",
-    "The documents given do not contain the answer": "Other",
+    # no model error (labelled No Model Error by the store's rule, never classified)
+    "Matches the reference once normalised": NO_ERROR,
+    "Chooses the correct option in a form the metric did not read": NO_ERROR,
+    "Says the documents lack the answer, and they do": NO_ERROR,
+    "Answers a prompt the benchmark marks safe": NO_ERROR,
+    "Fails only a latency or cost limit": NO_ERROR,
+    "The documents given do not contain the answer": NO_ERROR,
 }
 
 

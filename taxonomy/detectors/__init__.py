@@ -15,7 +15,7 @@ from .extraction import detect_data_extraction
 from .grounding import detect_factual_error, detect_hallucination
 from .instructions import (detect_extra_commentary, detect_mid_sentence, detect_template_tokens, detect_token_limit,
                            looked_past_template_tokens)
-from .judge import detect_judge_explanation
+from .judge import detect_judge_explanation, detect_performance_only
 from .lists import detect_list_answer
 from .language import detect_mixed_script, detect_translation_quality, detect_wrong_script, expected, target_language
 from .normalise import contains_reference, normalise, same_form
@@ -49,6 +49,7 @@ __all__ = [
     "detect_mid_sentence",
     "detect_mixed_script",
     "detect_no_answer_claim",
+    "detect_performance_only",
     "detect_partial_answer",
     "detect_prompt_echo",
     "detect_reference_match",

@@ -14,8 +14,9 @@ tokens, a generation cut at the token limit, and commentary where only the answe
   punctuation, not a heading, list label, code or table row, and its last word a word — is
   reported as stopping mid-sentence (its unfinished sentence must be 4+ plain words: no labels,
   markup or formulas, which end without punctuation by design). A log that says generation stopped on its own rules it out.
-  A last line that states the answer ("So the answer is anchor crescent galaxy") or is a bare
-  list of words (no function word: a sorting task's answer) is not an unfinished sentence.
+  A last line that states the answer ("So the answer is anchor crescent galaxy"), or any last
+  line where the reference is a bare list of words (a sorting task's answer), is not an
+  unfinished sentence.
 - Only the answer asked for: instructions like "only output the translation", "respond with only
   …", "do not add any explanation", "nothing else" — and an output that adds a commentary line
   ("Note: …", "Explanation: …", "Here is the rewritten sentence:", "I hope this helps") beside its
@@ -84,7 +85,7 @@ def _tail(out: str, n: int = 12) -> str:
 def _stops_mid_sentence(out: str) -> bool:
     """Prose of 100+ words whose last sentence breaks off: its last line has no closing
     punctuation and its unfinished sentence is 4+ plain words (no markup, labels or formulas),
-    neither an answer statement ("So the answer is …") nor a bare list of words."""
+    and not an answer statement ("So the answer is …")."""
     lines = [line for line in out.rstrip().splitlines() if line.strip()]
     if word_count(out) < 100 or not lines or "```" in out[-400:]:
         return False
@@ -97,10 +98,14 @@ def _stops_mid_sentence(out: str) -> bool:
     answer = marked_answer(fragment)
     if answer and fragment.rstrip().endswith(answer):
         return False  # it ends by stating its answer: complete, whatever the answer's shape
-    words = re.findall(r"[^\W\d_]{2,}", fragment)
-    if not any(w.casefold() in STOPWORDS for w in words):
-        return False  # a bare list of words (a sorting task's answer) is not a sentence
-    return bool(re.search(r"[^\W\d_]$", fragment)) and len(words) >= 4
+    return bool(re.search(r"[^\W\d_]$", fragment)) and len(re.findall(r"[^\W\d_]{2,}", fragment)) >= 4
+
+
+def _bare_word_list(text: str) -> bool:
+    """A reference that is a list of words and nothing else (a sorting task's answer): no
+    sentence punctuation and no function word."""
+    words = text.split()
+    return len(words) >= 2 and all(w.isalpha() for w in words) and not any(w.casefold() in STOPWORDS for w in words)
 
 
 def detect_token_limit(rec: dict) -> Finding | None:
@@ -130,6 +135,9 @@ def detect_mid_sentence(rec: dict) -> Finding | None:
     out = output_of(rec)
     if rec.get("finish_reason") or rec.get("output_tokens") is not None:
         return None
+    refs = gold_refs(rec)
+    if refs and all(_bare_word_list(r) for r in refs):
+        return None  # the answer is a bare list of words, which ends without punctuation by design
     if _stops_mid_sentence(out):
         tail = _tail(out)
         return Finding(

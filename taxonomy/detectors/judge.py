@@ -32,7 +32,7 @@ _MECHANICAL = re.compile(r"^\s*(?:expected\b|assertion\b|output (?:does|did) not
 _PROBLEM = re.compile(
     r"\b(?:miss(?:es|ing|ed)?|omit\w*|lack\w*|leav\w* out|left out|incomplete|incorrect\w*|inaccura\w*|wrong\w*|"
     r"error\w*|mistake\w*|not\b|no\b|n't\b|never|fail\w*|unsafe|harm\w*|danger\w*|illegal|invent\w*|fabricat\w*|"
-    r"hallucinat\w*|irrelevant|off-topic|unrelated|ignor\w*|misinterpret\w*|misunderst\w*|confus\w*|refus\w*|"
+    r"hallucinat\w*|irrelevant|off-topic|unrelated|inappropriate|unethical|ignor\w*|misinterpret\w*|misunderst\w*|confus\w*|refus\w*|"
     r"declin\w*|verbose|repetit\w*|redundant|unclear|insufficient|contradict\w*|false|enabl\w*|compl(?:y|ies|ied)|"
     r"provides? (?:specific|detailed|instructions|information|excuses|a template)|only\b|instead)", re.I)
 _CONTRAST = re.compile(r"(?:,?\s+but\s+|;\s*however,?\s+|\.\s*however,?\s+|,\s*however,?\s+|\s+yet\s+|,\s*although\s+|"
@@ -92,13 +92,47 @@ def title_from(sentence: str) -> str:
     parts = _CONTRAST.split(sentence, maxsplit=1)
     clause = parts[1] if len(parts) == 2 and _PROBLEM.search(parts[1]) else sentence
     clause = _SUBJECT.sub("", clause.strip()).strip(" .;:,")
-    # a comment on the problem ("…, which is documented in the record") is not the problem
-    clause = _COMMENT.split(clause, maxsplit=1)[0].strip(" .;:,")
+    # a comment on the problem ("…, which is documented in the record") is not the problem; a
+    # clause that names it is ("…, which is unsafe")
+    parts = _COMMENT.split(clause, maxsplit=1)
+    if len(parts) == 2 and not _PROBLEM.search(parts[1]):
+        clause = parts[0].strip(" .;:,")
     clause = re.sub(r"^(?:is|are|was)\s+(?=(?:missing|incomplete|incorrect|inaccurate|wrong|unsafe|irrelevant|"
                     r"verbose|unclear|not\b))", "", clause, flags=re.I)
     words = clause.split()
     title = " ".join(words[:TITLE_WORDS]).rstrip(" ,;:")
     return (title[:1].upper() + title[1:]) if title else shorten(sentence, 80)
+
+
+# an assertion about how the answer was served, not what it says ("Latency 5027ms is greater than
+# threshold 3000ms", "Cost 0.0021 is greater than threshold 0.002": promptfoo's latency and cost)
+_PERFORMANCE = re.compile(r"^\s*(?:latency|cost|duration|response time)\b[^\n]*\b(?:greater|more|higher|longer|exceeds?|"
+                          r"above|over)\b[^\n]*\bthreshold", re.I)
+
+
+def _is_performance(note: dict) -> bool:
+    return str(note.get("judge") or "").casefold() in ("latency", "cost") or bool(
+        _PERFORMANCE.match(str(note.get("explanation") or "")))
+
+
+def detect_performance_only(rec: dict) -> Finding | None:
+    """The only assertions the output failed are on its latency or cost: the failure says nothing
+    about the answer (No Model Error), whatever else the notes say."""
+    notes = [n for n in rec.get("judge_notes") or [] if isinstance(n, dict)]
+    failed = [n for n in notes if _score(n) == 0]
+    if not failed or not all(_is_performance(n) for n in failed):
+        return None
+    said = "; ".join(f"\"{str(n.get('explanation') or n.get('judge')).strip()}\"" for n in failed)
+    others = len(notes) - len(failed)
+    content = f"; the other {others} assertion(s) passed" if others else ""
+    out = output_of(rec).strip()
+    return Finding(
+        "performance_only",
+        "Fails only a latency or cost limit",
+        f"The output failed only its run's limits on how it was served ({said}){content}: nothing about the answer itself.",
+        (Evidence("Meets the run's latency and cost limits", None, comment=f"failed: {said}"),),
+        no_model_error=f"the output \"{shorten(out, 60)}\" failed only {said}{content}",
+    )
 
 
 def detect_judge_explanation(rec: dict) -> Finding | None:
