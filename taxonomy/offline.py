@@ -277,8 +277,7 @@ def fallback(rec: dict, looked: list[Look] = ()) -> Finding:
         (f"No offline rule could name the error.{why} Its cause needs an LLM analyst or a reader to find."
          if why else "No offline detector fired: the output is wrong but its cause needs an LLM analyst to find."),
         (Evidence("Reaches the correct answer", out if len(out) <= 200 else _head(out)),)
-        + tuple(Evidence(f"Gives {look.detector} the evidence it needs", None, comment=f"{look.detector}: {look.reason}")
-                for look in looked),
+        + tuple(Evidence(f"{look.detector} looked: {look.reason}") for look in looked),
     )
 
 

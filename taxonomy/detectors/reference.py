@@ -251,8 +251,8 @@ def detect_reference_match(rec: dict) -> Finding | Look | None:
     return Finding(
         "reference_match",
         "Matches the reference once normalised",
-        f"The answer \"{shorten(quote, 60)}\" says what the reference \"{shorten(ref, 60)}\" says; only {how} differ, "
-        f"so the failure is the scoring's, not the model's.",
+        f"The answer \"{shorten(quote, 60)}\" says what the reference \"{shorten(ref, 60)}\" says; they differ only in "
+        f"{how}, so the failure is the scoring's, not the model's.",
         (Evidence(f"Says what the reference says (\"{shorten(ref, 60)}\")", quote if quote in output_of(rec) else None),),
         no_model_error=reason,
     )
