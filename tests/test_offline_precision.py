@@ -43,10 +43,13 @@ def test_the_shapes_the_issue_names_are_in_both_halves():
     assert tasks - {ex["task"] for ex in SHAPES if sets.split(ex) == "dev"} == {"dyck languages"}
 
 
-# (n, agree, specific labels, right among them, abstained, No Model Errors found / people's, given to real errors)
+# (n, agree, specific labels, right among them, abstained, No Model Errors found / people's, given to real errors).
+# The held-out half was first measured once the rules were final (22 of 31 specific labels right,
+# 29 abstained, 8 of 13 No Model Errors found); that measurement showed options listed in a BBH
+# prompt were lost when an "A: Let's think step by step." line followed them — fixed, giving:
 EXPECTED = {
     "dev": (64, 36, 37, 36, 27, 10, 11, 0),
-    "held-out": None,
+    "held-out": (60, 27, 33, 25, 27, 11, 13, 0),
 }
 
 
@@ -74,7 +77,7 @@ def shape_fixture_failures(tmp_path_factory):
 
 EXPECTED_FIXTURES = {
     "dev": (8, 5, 5, 5, 3, 0, 0, 0),
-    "held-out": None,
+    "held-out": (20, 11, 13, 11, 7, 6, 7, 0),
 }
 
 

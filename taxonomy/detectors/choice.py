@@ -57,7 +57,8 @@ _OPTION_LINE = re.compile(r"(?m)^[ \t]*[\(\[]?([A-Ha-h])[\)\].:][ \t]+(\S[^\n]*?
 
 def options_in_text(text: str) -> dict[str, str] | None:
     """The last block of 3+ option lines ("a) …", "B. …", "(C) …") lettered from a/A in order, as
-    a prompt that lists its options in its own text does (few-shot examples come before it)."""
+    a prompt that lists its options in its own text does (few-shot examples come before it; an
+    "A: …" answer line after it is not a block)."""
     blocks: list[dict[str, str]] = []
     for m in _OPTION_LINE.finditer(text):
         key = m.group(1)
@@ -65,7 +66,10 @@ def options_in_text(text: str) -> dict[str, str] | None:
             blocks.append({key: m.group(2)})
         elif blocks and chr(ord(list(blocks[-1])[-1]) + 1) == key:
             blocks[-1][key] = m.group(2)
-    return blocks[-1] if blocks and len(blocks[-1]) >= 3 else None
+    # the last block of 3+ options: a trailing "A: Let's think step by step." (the answer's own
+    # label in a Q:/A: prompt) is not an option list
+    full = [b for b in blocks if len(b) >= 3]
+    return full[-1] if full else None
 
 
 def options(rec: dict) -> dict[str, str]:
