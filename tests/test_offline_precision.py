@@ -115,3 +115,15 @@ def test_no_model_error_never_differs_from_the_reference_in_a_number_or_a_negati
         assert offline.analyse(rec).no_model_error is not None
         matched += 1
     assert matched >= 40
+
+
+def test_the_offline_caveat_quotes_the_held_out_figures():
+    """The caveat every page shows says what these tests measure on data the rules were not
+    written against (the study's figures come from docs/analysis.md: its data is not shipped)."""
+    from ui.data import OFFLINE_CAVEAT
+
+    n, _, specific, right, abstained, *_ = EXPECTED["held-out"]
+    assert f"{round(100 * right / specific)}% of its specific labels" in OFFLINE_CAVEAT
+    assert f"abstains on {round(100 * abstained / n)}% ({n} written failures" in OFFLINE_CAVEAT
+    n, _, specific, right, abstained, *_ = EXPECTED_FIXTURES["held-out"]
+    assert f"{right} of {specific} right, {round(100 * abstained / n)}% abstained, on {n} real ones" in OFFLINE_CAVEAT
