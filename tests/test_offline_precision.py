@@ -12,7 +12,7 @@ import pytest
 
 import offline_sets as sets
 from conftest import FIXTURES, requires_fixtures
-from taxonomy import NO_ERROR, offline
+from taxonomy import offline
 from taxonomy.detectors import match_reference, normalise
 from taxonomy.detectors.normalise import NEGATION
 

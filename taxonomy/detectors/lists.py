@@ -16,8 +16,6 @@ concluded: a list with other words in it is not read.
 
 from __future__ import annotations
 
-import re
-
 from .base import Evidence, Finding, Look, gold_refs, output_of, shorten
 from .choice import is_multiple_choice
 from .normalise import ITEMS, marked_answer, normalise

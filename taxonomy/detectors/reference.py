@@ -2,33 +2,38 @@
 thing, and the errors a reference comparison shows (a partial answer, a false "the text does
 not say").
 
-No Model Error — a failure whose output matches a gold reference once both are normalised
-(`taxonomy.detectors.normalise`; the reason names the steps that changed something) is the
-scoring's problem, not the model's. What counts as a match depends on how the failure was scored
-(its metric's name, or judge notes):
+No Model Error — a failure whose output provably says what a gold reference says (the same
+value, the same words once both are normalised: `taxonomy.detectors.normalise`, which never
+changes a number's value or sign, a negation or a unit) is the scoring's problem, not the
+model's; the reason names both strings. What counts as a match depends on how the failure was
+scored (its metric's name, or judge notes):
 
 - the whole output, or its marked final answer (`\\boxed{}`, `\\emph{}`, `####`, "the answer
   is …"), equals a reference or the reference's own marked answer (a worked reference solution
   ending "#### 72") — for every metric: an output that says exactly what the reference says is
   not wrong, whoever judged it;
-- the same set of list items in another order — for every metric but a judge's;
-- a match metric (exact / quasi-exact / substring / accuracy, or none named): the reference (or
-  its marked answer) is a number and the answer's final number equals it; the output's first
-  line equals the reference; or the reference occurs in the output as a run of words, never
-  next to a negation or an "or", when the metric is a substring check or the output is short
-  (at most 30 words) and its new words (not the question's) are mostly the reference's ("The
-  capital is Paris" for "Paris", not "John's brother Peter" for "John"; for a list reference,
-  all of them: "oak, birch, pine, ash" is not "oak, birch, pine").
+- the same set of list items in another order — for every metric but a judge's, and never where
+  the task asks for an order (sort, rank, arrange);
+- a match metric (exact / quasi-exact / substring / accuracy, or none named): a reference that is
+  one number is matched by the number the output gives as its answer, of the same value and
+  (when both name one) the same unit — and digits of another value are never matched by any
+  other rule; the output's first line equals the reference and its final answer does not say
+  otherwise; or the reference occurs in the output as a run of words, never next to a negation
+  or an "or", when the metric is a substring check or the output is short (at most 30 words)
+  and every new word (not the question's) says the reference ("The capital is Paris" for
+  "Paris", not "John's brother Peter" for "John", not "oak, birch, pine, ash" for "oak, birch,
+  pine").
 
 A judge's verdict is overruled only by the first rule: measured on held-out failures, letting a
 judge be overruled when a short answer contains the reference added wrong No Model Errors and
 found no right ones.
 
-Never matched: code (punctuation is its syntax), or an output that breaks a form the prompt sets
-(all lowercase, no commas, "start with …": the difference is then the error itself). Multiple
+Never matched: code (punctuation is its syntax), an output that breaks a form the prompt sets
+(all lowercase, no commas, "start with …": the difference is then the error itself), or one with
+chat-template tokens the prompt does not show (the metric rightly read them). Multiple
 choice is matched by its options instead: an output that names the gold option (by key, key and
 text, or text) in a form the metric did not read ("Answer: d) Dowry death") is not the model's
-error. A blank output never matches.
+error; an answer naming several options names none. A blank output never matches.
 
 No Model Error too, when the model was not given the answer: the documents before the question
 (40+ words) hold no gold reference that is a name (`detect_retrieval_miss`), or the model says
@@ -41,8 +46,8 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
-from .base import (STOPWORDS, Evidence, Finding, Look, answer_number, gold_refs, input_of, labelled_items, numbers_in, output_of,
-                   question_of, sentences, shorten, task_of, unit_of, word_count)
+from .base import (STOPWORDS, Evidence, Finding, Look, answer_number, gold_refs, input_of, labelled_items, numbers_in,
+                   output_of, question_of, sentences, shorten, task_of, unit_of, word_count)
 from .choice import chosen_option, gold_option, is_multiple_choice, options
 from .constraints import violations
 from .language import main_script
