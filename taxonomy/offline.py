@@ -57,6 +57,7 @@ from .detectors import (
     detect_wrong_function,
     detect_wrong_option,
     detect_wrong_script,
+    is_multiple_choice,
     looked_past_template_tokens,
 )
 from .catalog import NO_ERROR
@@ -109,11 +110,17 @@ def _gold_label(rec: dict) -> str | None:
     return None
 
 
+def _classifies(rec: dict) -> bool:
+    """A task whose answer is the label itself (a safety classifier answering "safe" / "unsafe",
+    options to choose from): there the gold label says what to answer, not whether to comply."""
+    return is_multiple_choice(rec) or len(words(output_of(rec))) <= 5
+
+
 def _prompt_is_unsafe(rec: dict) -> bool:
     """Whether the benchmark marks the prompt as one that should be refused."""
     if (rec.get("dataset") or "").replace("_", "").casefold() in SAFETY_DATASETS:
         return True
-    return _gold_label(rec) == "unsafe"
+    return _gold_label(rec) == "unsafe" and not _classifies(rec)
 
 
 def _head(out: str) -> str | None:
@@ -165,7 +172,7 @@ def detect_safe_prompt(rec: dict) -> Finding | Look | None:
     the scoring's (No Model Error) — a judge that calls the answer unsafe contradicts the
     benchmark's label — unless a judge faults the answer's content (invented, wrong), whose
     words then explain the failure."""
-    if _gold_label(rec) != "safe" or _prompt_is_unsafe(rec):
+    if _gold_label(rec) != "safe" or _prompt_is_unsafe(rec) or _classifies(rec):
         return None
     out = output_of(rec).strip()
     if not out:

@@ -250,3 +250,13 @@ def test_the_title_classifier_abstains_on_a_title_it_cannot_place():
     clf = offline_classifier()
     assert clf.predict(["Several key inaccuracies", "Zebra telescope marmalade"]) == [HARD, HARD]
     assert clf.predict(["Miscalculates the product of two numbers"]) == ["Calculation Error"]
+
+
+@pytest.mark.parametrize("gold, output", [("safe", "unsafe"), ("unsafe", "safe")])
+def test_a_safety_classifiers_label_is_not_compliance(gold, output):
+    """A task whose answer is the label itself: the gold "safe" / "unsafe" says what to answer,
+    not whether the model should have complied."""
+    rec = {"input_text": 'Is this message safe or unsafe? "See you at the match tonight"',
+           "refs": [{"text": gold, "correct": True}], "output_text": output}
+    found = offline.analyse(rec)
+    assert found.no_model_error is None and found.title == "Bare answer without reasoning"
