@@ -6,7 +6,9 @@ category), or another analyst's categories on the same failures. The report give
 agreement, Cohen's κ with a 95% percentile-bootstrap interval (2,000 resamples of the labelled
 failures, fixed seed; resamples where κ is undefined are skipped), per-category precision and
 recall of the analyst against the reference, the confusion matrix (rows: reference, columns:
-analyst) and the disagreeing failures.
+analyst) and the disagreeing failures — and, because a wrong specific label does more harm than
+an abstention, the precision of the analyst's specific labels (every label but Hard to Analyze
+and Other, No Model Error included: it is a claim too) beside the share it abstained on.
 """
 
 from __future__ import annotations
@@ -18,11 +20,14 @@ from typing import Sequence
 
 from store import FaultlineError, read_connection, resolve_db_path
 from store.agreement import analyst_labels, labelled_by_both
+from .catalog import HARD, OTHER
 from .select import choose_analyst
 
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 20240601
 GOLD_COLUMNS = ("dataset", "instance_id", "model", "category")
+# labels that name no error type: the analyst abstained
+ABSTAINED = (HARD, OTHER)
 
 
 class AgreementError(FaultlineError):
@@ -51,6 +56,7 @@ class Report:
     per_category: dict[str, dict] = field(default_factory=dict)
     labels: list[str] = field(default_factory=list)
     matrix: list[list[int]] = field(default_factory=list)
+    specific: dict = field(default_factory=dict)
 
     @property
     def disagreements(self) -> list[Pair]:
@@ -63,6 +69,7 @@ class Report:
             "kappa": self.kappa,
             "kappa_ci": self.kappa_ci,
             "per_category": self.per_category,
+            **(self.specific or specific_figures([], [])),
             "confusion": {
                 "labels": self.labels,
                 "matrix": self.matrix,
@@ -79,8 +86,12 @@ class Report:
             return f"agreement of {self.analyst} with {self.against}: no failures labelled by both"
         kappa = f"κ {self.kappa:.3f}" if self.kappa is not None else f"κ undefined ({self.kappa_note})"
         ci = f" [{self.kappa_ci[0]:.3f}, {self.kappa_ci[1]:.3f}]" if self.kappa_ci else ""
+        sp = self.specific
+        specific = (f"; specific labels {sp['specific_right']}/{sp['specific']} right "
+                    f"({sp['specific_precision']:.1%})" if sp.get("specific") else "; no specific labels")
         return (f"agreement of {self.analyst} with {self.against} on {self.n} failures: "
-                f"{self.agreement:.1%}, {kappa}{ci}; {len(self.disagreements)} disagreements")
+                f"{self.agreement:.1%}, {kappa}{ci}{specific}, {sp.get('abstained', 0)} abstained "
+                f"({sp.get('abstention_rate') or 0:.1%}); {len(self.disagreements)} disagreements")
 
 
 def cohen_kappa(a: Sequence[str], b: Sequence[str]) -> tuple[float | None, str | None]:
@@ -94,6 +105,18 @@ def cohen_kappa(a: Sequence[str], b: Sequence[str]) -> tuple[float | None, str |
     if pe >= 1.0:
         return None, "both sides use a single category, so chance agreement is 1 and κ is 0/0"
     return (po - pe) / (1 - pe), None
+
+
+def specific_figures(reference: Sequence[str], analyst: Sequence[str]) -> dict:
+    """How far to trust the analyst's specific labels: `specific` (labels other than Hard to
+    Analyze and Other), `specific_right` (those equal to the reference), `specific_precision`,
+    `abstained` (Hard to Analyze or Other) and `abstention_rate` (of all labelled failures)."""
+    n = len(analyst)
+    specific = [(r, a) for r, a in zip(reference, analyst) if a not in ABSTAINED]
+    right = sum(r == a for r, a in specific)
+    return {"specific": len(specific), "specific_right": right,
+            "specific_precision": right / len(specific) if specific else None,
+            "abstained": n - len(specific), "abstention_rate": (n - len(specific)) / n if n else None}
 
 
 def _bootstrap_ci(a: list[str], b: list[str]) -> list[float] | None:
@@ -130,6 +153,7 @@ def measure(pairs: list[Pair], analyst: str, against: str) -> Report:
     a = [p.analyst for p in pairs]
     b = [p.reference for p in pairs]
     report.agreement = sum(x == y for x, y in zip(a, b)) / len(pairs)
+    report.specific = specific_figures(b, a)
     report.kappa, report.kappa_note = cohen_kappa(b, a)
     report.kappa_ci = _bootstrap_ci(b, a) if report.kappa is not None else None
     report.labels = sorted(set(a) | set(b))

@@ -224,6 +224,10 @@ def _print_agreement(report) -> None:
           + (f"kappa {report.kappa:.3f} (95% bootstrap CI {report.kappa_ci[0]:.3f} to {report.kappa_ci[1]:.3f})"
              if report.kappa is not None and report.kappa_ci else
              f"kappa {report.kappa:.3f}" if report.kappa is not None else f"kappa undefined: {report.kappa_note}"))
+    sp = report.specific
+    print(f"specific labels (not Hard to Analyze or Other): {sp['specific']}, of which {sp['specific_right']} agree"
+          + (f" (precision {sp['specific_precision']:.3f})" if sp["specific"] else "")
+          + f"; abstained on {sp['abstained']} ({sp['abstention_rate']:.3f})")
     print("\ncategory\tprecision\trecall\tsupport\tpredicted")
     for cat, m in report.per_category.items():
         print(f"{cat}\t{_num(m['precision'])}\t{_num(m['recall'])}\t{m['support']}\t{m['predicted']}")

@@ -1,13 +1,19 @@
 """The offline analyst: deterministic detectors for errors visible without an LLM.
 
 Each detector looks at one failure (instructions, input, references, choices, output, the
-judges' notes, how generation stopped) and either returns a finding (title + summary, like the
-LLM analyst's `final_answer`, plus its evidence) or None. `analyse` runs them in a fixed order —
-the order in which errors set an answer's trajectory: no answer; whether it is an error at all
-(the reference matched once normalised → No Model Error); the judge's own reason when the log
-has one; unsafe or refused; what the serving stack did to it (template tokens, a loop, the token
-limit); the wrong format or language; an ignored instruction; then the content itself — and
-falls back to a "Hard to Analyze" title, so every failure gets a finding.
+judges' notes, how generation stopped) and returns a finding (title + summary, like the LLM
+analyst's `final_answer`, plus its evidence), or a `Look` (its shape applied, but the evidence it
+needs was missing or ambiguous: it says why), or None (not its shape). Every detector fires only
+on unambiguous evidence: a wrong specific label is worse than Hard to Analyze.
+
+`analyse` runs them in a fixed order — the order in which errors set an answer's trajectory: no
+answer; whether it is an error at all (the output provably says what a reference says → No
+Model Error); the judge's own words when the log has them; unsafe or refused; then the answer's
+correctness, before any surface symptom (no single option chosen, a false calculation step, a
+list in the wrong order or with items missing, a wrong option); what the serving stack did to
+it (template tokens, a loop, the token limit); the wrong format or language; an ignored
+instruction; then the content itself — and falls back to a "Hard to Analyze" finding that names
+the detectors that looked and why they stayed silent, so every failure gets a finding.
 The detectors live in `taxonomy.detectors`, one module per family of rules.
 """
 
@@ -21,6 +27,7 @@ from .detectors import (
     FENCE,
     Evidence,
     Finding,
+    Look,
     detect_bad_code,
     detect_bad_option,
     detect_calculation,
@@ -33,26 +40,37 @@ from .detectors import (
     detect_hallucination,
     detect_incomplete,
     detect_judge_explanation,
+    detect_list_answer,
     detect_mid_sentence,
     detect_mixed_script,
     detect_no_answer_claim,
     detect_partial_answer,
+    detect_performance_only,
     detect_prompt_echo,
     detect_reference_match,
     detect_retrieval_miss,
+    detect_several_options,
     detect_template_tokens,
     detect_token_limit,
     detect_translation_quality,
     detect_verbosity,
     detect_wrong_function,
+    detect_wrong_option,
     detect_wrong_script,
+    is_multiple_choice,
+    looked_past_template_tokens,
 )
+from .catalog import NO_ERROR
 from .detectors.base import input_of, output_of, shorten, words
 
 # v3: the judge's explanation, the normalised reference match (No Model Error), template tokens,
 # the token limit, commentary against "only output", the target language from the instructions,
 # mixed scripts, translation quality, multiple-choice relations; false positives fixed
-VERSION = "offline-v3"
+# v4 (issue #24): right or silent — signs, negations and units never normalised away, No Model
+# Error only on provable equality (its reason names both strings), the answer's correctness
+# before surface symptoms, the task's shape (lists, labels, generation, grounding), the judge's
+# explanation as the summary, abstentions that say which detector looked and why
+VERSION = "offline-v4"
 
 
 def detect_empty(rec: dict) -> Finding | None:
@@ -92,11 +110,17 @@ def _gold_label(rec: dict) -> str | None:
     return None
 
 
+def _classifies(rec: dict) -> bool:
+    """A task whose answer is the label itself (a safety classifier answering "safe" / "unsafe",
+    options to choose from): there the gold label says what to answer, not whether to comply."""
+    return is_multiple_choice(rec) or len(words(output_of(rec))) <= 5
+
+
 def _prompt_is_unsafe(rec: dict) -> bool:
     """Whether the benchmark marks the prompt as one that should be refused."""
     if (rec.get("dataset") or "").replace("_", "").casefold() in SAFETY_DATASETS:
         return True
-    return _gold_label(rec) == "unsafe"
+    return _gold_label(rec) == "unsafe" and not _classifies(rec)
 
 
 def _head(out: str) -> str | None:
@@ -119,6 +143,58 @@ def detect_refusal(rec: dict) -> Finding | None:
         "Refuses a safe request" if safe else "Refuses to answer the request",
         f"The model declined {'a safe request' if safe else 'the request'} instead of answering it: \"{shorten(out)}\".",
         (Evidence("Answers the request", _REFUSAL.search(out).group(0)),),
+    )
+
+
+# an answer that opens by warning, redirecting or half-refusing (XSTest's "partial refusal")
+_HEDGE = re.compile(
+    r"\binstead\b|\bI (?:must|have to|need to|want to) (?:emphasi[sz]e|stress|point out|clarify|note)|"
+    r"\bI (?:would|'d) (?:strongly )?(?:advise|recommend|caution) against\b|\bnot (?:recommended|advisable|appropriate)\b|"
+    r"\balternatives?\b|\bI (?:can(?:'|no)t|cannot|won'?t|will not)\b|\bplease (?:note|consult|seek|remember)\b|"
+    r"\bit(?:'s| is) (?:important|illegal|dangerous|not (?:safe|okay|ok|appropriate))\b|\bI'?m (?:sorry|unable)\b|"
+    r"\bunethical\b|\bharmful\b", re.I)
+
+
+# a judge's words about the answer's content (not about whether answering was safe)
+_CONTENT_FAULT = re.compile(r"\b(?:fabricat|fake|invent|made[- ]up|makes? up|incorrect|inaccura|wrong|false|error|"
+                            r"hallucinat|mistake|misleading|untrue|nonexistent|does not exist)", re.I)
+
+
+def _content_fault(rec: dict) -> bool:
+    return any(_CONTENT_FAULT.search(str(n.get("explanation") or "")) for n in rec.get("judge_notes") or []
+               if isinstance(n, dict))
+
+
+def detect_safe_prompt(rec: dict) -> Finding | Look | None:
+    """A prompt the benchmark itself labels safe (its gold label is "safe", as XSTest's are): the
+    benchmark wants it answered. Refused, that is the model's error whatever a judge wrote
+    (Refusal); answered without a hedge, the model did what the benchmark asks, so the failure is
+    the scoring's (No Model Error) — a judge that calls the answer unsafe contradicts the
+    benchmark's label — unless a judge faults the answer's content (invented, wrong), whose
+    words then explain the failure."""
+    if _gold_label(rec) != "safe" or _prompt_is_unsafe(rec) or _classifies(rec):
+        return None
+    out = output_of(rec).strip()
+    if not out:
+        return None
+    if _is_refusal(out):
+        return detect_refusal(rec)
+    faulted = _content_fault(rec)
+    if faulted:
+        return None  # a judge names what is wrong with the answer's content: its words explain the failure
+    opening = " ".join(out.split())[:300]
+    hedge = _HEDGE.search(opening)
+    if hedge:
+        return Look("safe prompt", f"the answer opens with a hedge (\"{hedge.group(0)}\"), so whether it refused in "
+                                   f"part cannot be told")
+    metric = rec.get("main_metric") or "the metric"
+    return Finding(
+        "safe_prompt_answered",
+        "Answers a prompt the benchmark marks safe",
+        f"The benchmark labels this prompt safe to answer, and the model answered it: \"{shorten(out)}\".",
+        (Evidence("Answers the safe request", _head(out)),),
+        no_model_error=f"the output \"{shorten(out, 60)}\" answers a prompt whose gold label is \"safe\" (answering is "
+                       f"what the benchmark asks); {metric} scored it as a failure",
     )
 
 
@@ -198,24 +274,37 @@ def detect_bare_answer(rec: dict) -> Finding | None:
     )
 
 
-def fallback(rec: dict) -> Finding:
+def fallback(rec: dict, looked: list[Look] = ()) -> Finding:
+    """Hard to Analyze, saying which detectors looked and why each stayed silent."""
     out = output_of(rec).strip()
+    why = "".join(f" {look.detector}: {look.reason}." for look in looked)
     return Finding(
         "none",
         "Wrong answer with no visible cause",
-        "No offline detector fired: the output is wrong but its cause needs an LLM analyst to find.",
-        (Evidence("Reaches the correct answer", out if len(out) <= 200 else _head(out)),),
+        (f"No offline rule could name the error.{why} Its cause needs an LLM analyst or a reader to find."
+         if why else "No offline detector fired: the output is wrong but its cause needs an LLM analyst to find."),
+        (Evidence("Reaches the correct answer", out if len(out) <= 200 else _head(out)),)
+        + tuple(Evidence(f"{look.detector} looked: {look.reason}") for look in looked),
     )
 
 
-DETECTORS: list[Callable[[dict], Finding | None]] = [
+DETECTORS: list[Callable[[dict], Finding | Look | None]] = [
     detect_empty,
+    detect_performance_only,
     detect_reference_match,
+    detect_safe_prompt,
     detect_judge_explanation,
     detect_no_answer_claim,
     detect_retrieval_miss,
     detect_unsafe_compliance,
     detect_refusal,
+    # the answer's correctness before any surface symptom: a wrong choice, value or list is the
+    # first major error, whatever tokens, loops or formats come with it
+    detect_several_options,
+    detect_calculation,
+    detect_list_answer,
+    detect_wrong_option,
+    looked_past_template_tokens,
     detect_template_tokens,
     detect_repetition,
     detect_token_limit,
@@ -245,8 +334,8 @@ DETECTORS: list[Callable[[dict], Finding | None]] = [
 
 # Every fixed title a detector gives, with the category it is meant to land in: the offline title
 # classifier must agree (a test checks it), and discovery tells these apart from the specific
-# titles that quote a judge. Findings that are no model error are labelled by the store's rule,
-# whatever their title's class.
+# titles that quote a judge. Findings that are no model error are labelled No Model Error by the
+# store's rule and never classified.
 TITLE_CATEGORIES = {
     "Empty response with no answer": "Refusal",
     "Refuses to answer the request": "Refusal",
@@ -265,6 +354,7 @@ TITLE_CATEGORIES = {
     "Translation leaves out part of the source": "Incomplete Content",
     "Answers the text instead of translating it": "Irrelevant/Off-Topic",
     "Miscalculates an intermediate step": "Calculation Error",
+    "Ignores the order of operations": "Incorrect Method/Application",
     "Repetition loop in the output": "Verbosity",
     "Response far longer than the reference": "Verbosity",
     "Longer than the prompt allows": "Verbosity",
@@ -278,6 +368,7 @@ TITLE_CATEGORIES = {
     "Ignores an explicit constraint of the prompt": "Constraint Violation",
     "Adds commentary the instructions forbid": "Constraint Violation",
     "Copies the instructions instead of doing the task": "Irrelevant/Off-Topic",
+    "Copies the prompt's example instead of writing a new one": "Constraint Violation",
     "Bare answer without reasoning": "Hard to Analyze",
     "Wrong answer with no visible cause": "Hard to Analyze",
     "Chooses a distractor option": "Hard to Analyze",
@@ -286,11 +377,16 @@ TITLE_CATEGORIES = {
     "Chooses an option broader than the answer": "Hard to Analyze",
     "Chooses an option narrower than the answer": "Hard to Analyze",
     "Chooses an all-or-none-of-the-above option": "Hard to Analyze",
-    # no model error (labelled No Model Error by the store's rule)
-    "Matches the reference once normalised": "Other",
-    "Chooses the correct option in a form the metric did not read": "Other",
-    "Says the documents lack the answer, and they do": "Other",
-    "The documents given do not contain the answer": "Other",
+    "Names several options instead of choosing one": "Refusal",
+    "Ends naming several options, choosing none": "Hard to Analyze",
+    "Puts the items in the wrong order": "Reasoning Error",
+    # no model error (labelled No Model Error by the store's rule, never classified)
+    "Matches the reference once normalised": NO_ERROR,
+    "Chooses the correct option in a form the metric did not read": NO_ERROR,
+    "Says the documents lack the answer, and they do": NO_ERROR,
+    "Answers a prompt the benchmark marks safe": NO_ERROR,
+    "Fails only a latency or cost limit": NO_ERROR,
+    "The documents given do not contain the answer": NO_ERROR,
 }
 
 
@@ -300,11 +396,14 @@ def is_specific(title: str) -> bool:
 
 
 def analyse(rec: dict) -> Finding:
+    looked: list[Look] = []
     for detector in DETECTORS:
         found = detector(rec)
-        if found is not None:
+        if isinstance(found, Look):
+            looked.append(found)
+        elif found is not None:
             return found
-    return fallback(rec)
+    return fallback(rec, looked)
 
 
 def criteria(found: Finding, rec: dict) -> list[dict]:

@@ -63,7 +63,11 @@ def test_cli_json_has_exactly_the_documented_keys(tmp_db):
     proc = run_module("taxonomy", "agreement", "--db", tmp_db, "--analyst", "offline", "--json", timeout=120)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
-    assert set(out) == {"n", "agreement", "kappa", "kappa_ci", "per_category", "confusion"}
+    assert set(out) == {"n", "agreement", "kappa", "kappa_ci", "per_category", "confusion", "specific",
+                        "specific_right", "specific_precision", "abstained", "abstention_rate"}
+    # every label of this analyst is specific; precision among them is the raw agreement
+    assert (out["specific"], out["abstained"], out["abstention_rate"]) == (30, 0, 0.0)
+    assert out["specific_precision"] == pytest.approx(out["agreement"])
     assert out["n"] == 30 and out["kappa"] == pytest.approx(cohen_kappa_score(HUMAN, ANALYST))
     assert out["confusion"]["matrix"] == confusion_matrix(HUMAN, ANALYST, labels=CATS).tolist()
     assert {"dataset": "d", "instance_id": "q06", "model": "m1", "analyst": "Calculation Error",
@@ -71,6 +75,20 @@ def test_cli_json_has_exactly_the_documented_keys(tmp_db):
     assert proc.stderr.strip().startswith("agreement of offline with human reviews on 30 failures: ")
     text = run_module("taxonomy", "agreement", "--db", tmp_db, timeout=120)
     assert text.returncode == 0 and "d:q06\tm1\tCalculation Error → Factual Error" in text.stdout
+
+
+def test_precision_of_specific_labels_beside_abstention(tmp_db):
+    """Hard to Analyze and Other are abstentions; every other label — No Model Error included —
+    is a specific claim whose precision is reported."""
+    analyst = ["Hard to Analyze"] * 4 + ["Other"] * 2 + ["No Model Error"] * 3 + ["Calculation Error"] * 5
+    human = ["Reasoning Error"] * 4 + ["Other", "Refusal"] + ["No Model Error", "No Model Error", "Refusal"] \
+        + ["Calculation Error"] * 3 + ["Factual Error"] * 2
+    report = measure([Pair("d", str(i), "m", a, h) for i, (a, h) in enumerate(zip(analyst, human))], "offline", "gold")
+    assert report.specific == {"specific": 8, "specific_right": 5, "specific_precision": 5 / 8, "abstained": 6,
+                               "abstention_rate": 6 / 14}
+    assert "specific labels 5/8 right (62.5%), 6 abstained (42.9%)" in report.line()
+    _store(tmp_db, human=[None] * 30)
+    assert agreement(tmp_db, "offline").as_json()["specific_precision"] is None
 
 
 def test_no_reviews_is_an_empty_report_not_an_error(tmp_db):

@@ -193,8 +193,8 @@ def test_the_development_set_is_labelled_across_task_types():
 def test_offline_agreement_with_people_on_the_development_set():
     figures = measure([(ex["label"], offline_label(devset_record(ex))) for ex in DEVSET])
     print(f"development set: {figures}")
-    assert (figures["n"], figures["agree"]) == (142, 106)
-    assert figures["kappa"] == pytest.approx(0.7226, abs=5e-5)
+    assert (figures["n"], figures["agree"]) == (142, 105)
+    assert figures["kappa"] == pytest.approx(0.7149, abs=5e-5)
     assert figures["kappa"] >= 0.25
     # at least 30% of the not-a-model-error cases found, at most 5% of real errors called one
     assert (figures["nme_found"], figures["nme_total"]) == (31, 34)
@@ -227,13 +227,13 @@ def test_offline_agreement_with_people_on_real_fixture_failures(fixture_failures
     pairs = [(ex["label"], offline_label(fixture_failures[(ex["path"], ex["model"], ex["id"])])) for ex in FIXTURE_SET]
     figures = measure(pairs)
     print(f"fixture failures: {figures}")
-    assert (figures["n"], figures["agree"]) == (47, 19)
-    assert figures["kappa"] == pytest.approx(0.3618, abs=5e-5)
-    assert (figures["nme_found"], figures["nme_total"], figures["nme_false"], figures["errors_total"]) == (5, 14, 0, 33)
+    assert (figures["n"], figures["agree"]) == (47, 23)
+    assert figures["kappa"] == pytest.approx(0.4377, abs=5e-5)
+    assert (figures["nme_found"], figures["nme_total"], figures["nme_false"], figures["errors_total"]) == (9, 14, 0, 33)
     both = measure(pairs + [(ex["label"], offline_label(devset_record(ex))) for ex in DEVSET])
     print(f"both sets: {both}")
-    assert both["kappa"] == pytest.approx(0.6336, abs=5e-5)
-    assert (both["nme_found"], both["nme_total"], both["nme_false"], both["errors_total"]) == (36, 48, 0, 141)
+    assert both["kappa"] == pytest.approx(0.6490, abs=5e-5)
+    assert (both["nme_found"], both["nme_total"], both["nme_false"], both["errors_total"]) == (40, 48, 0, 141)
 
 
 # --- the false positives issue 16 names, each gone ------------------------------------------
@@ -526,6 +526,9 @@ def _helm_jury_notes(run_dir) -> dict[str, list[dict]]:
 
 @requires_fixtures
 def test_real_jury_explanations_become_the_analyses(tmp_db):
+    """The judges' words are the analysis — except where the benchmark's own label decides:
+    XSTest labels a prompt safe, and the model refused it (Refusal) or answered it (then the
+    judges who failed it contradict the benchmark, and the failure is not the model's)."""
     from ingest import ingest_paths
     from store import read_connection
     from store.analysis import failures
@@ -537,12 +540,15 @@ def test_real_jury_explanations_become_the_analyses(tmp_db):
         for f in failures(con):
             notes = _helm_jury_notes(Path(where[f["run_id"]]))[f["instance_id"]]
             found.append((f, offline.analyse({**f, "judge_notes": notes}), notes))
-    assert len(found) == 29 and all(a.detector == "judge_explanation" for _, a, _ in found)
-    for _, analysis, notes in found:
-        lowest = min(notes, key=lambda n: float(n["score"]))
-        assert analysis.summary.endswith(f'{lowest["judge"]} (score {lowest["score"]}): "{lowest["explanation"]}"')
+    assert len(found) == 29
+    assert Counter(a.detector for _, a, _ in found) == {"judge_explanation": 19, "safe_prompt_answered": 7, "refusal": 3}
+    for f, analysis, notes in found:
+        if analysis.detector == "judge_explanation":
+            lowest = min(notes, key=lambda n: float(n["score"]))
+            assert analysis.summary == lowest["explanation"]  # the judge's words, verbatim
+            assert f'{lowest["judge"]} (score {lowest["score"]}): "' in analysis.evidence[0].comment
+        else:
+            assert [str(r["text"]) for r in f["refs"] if r["correct"]] == ["safe"]
     labels = Counter(offline_label({**f, "judge_notes": notes}) for f, _, notes in found)
-    for f, analysis, _ in found:
-        print(f["dataset"], offline_label({**f, "judge_notes": _}), "|", analysis.title)
-    assert labels == {"Policy Violation": 19, "Refusal": 4, "Question Misinterpretation": 3, "Data Extraction": 1,
-                      "Factual Error": 1, "Hallucination": 1}
+    assert labels == {"Policy Violation": 15, "No Model Error": 7, "Refusal": 4, "Factual Error": 1, "Hallucination": 1,
+                      "Hard to Analyze": 1}

@@ -9,7 +9,7 @@ import duckdb
 import pytest
 
 from conftest import q, run_module
-from taxonomy import analyze, classify_titles, load_taxonomy, offline
+from taxonomy import NO_ERROR, analyze, classify_titles, load_taxonomy, offline
 from taxonomy.detectors import detect_wrong_script, false_steps
 from taxonomy.title_classifier import held_out_accuracy, load_seed, offline_classifier
 
@@ -61,10 +61,10 @@ def test_arithmetic_checker_accepts_true_and_rounded_claims():
 
 
 def test_title_classifier_held_out_accuracy():
-    acc, n = held_out_accuracy()
-    print(f"title classifier held-out accuracy: {acc:.3f} on {n} titles")
+    acc, n, abstained = held_out_accuracy()
+    print(f"title classifier held-out accuracy: {acc:.3f} on {n - abstained} of {n} titles ({abstained} abstained)")
     assert n >= 100
-    assert acc >= 0.85
+    assert acc >= 0.9 and abstained <= 0.2 * n
 
 
 def test_seed_set_covers_every_category_with_dozens_of_titles():
@@ -76,8 +76,8 @@ def test_seed_set_covers_every_category_with_dozens_of_titles():
 
 
 def test_every_offline_title_maps_to_its_intended_category():
-    expected = offline.TITLE_CATEGORIES
-    assert len(expected) == 42
+    expected = {t: c for t, c in offline.TITLE_CATEGORIES.items() if c != NO_ERROR}  # those are never classified
+    assert len(offline.TITLE_CATEGORIES) == 49 and len(expected) == 43
     assert dict(zip(expected, offline_classifier().predict(list(expected)))) == expected
 
 
@@ -128,6 +128,10 @@ def test_offline_safety_every_failure_categorised(safety_db):
     assert by_cat["Refusal"] == (4 if judged else 3)
 
 
+# titles of the failures a safety benchmark's own gold label decides, whatever its judges wrote
+BENCHMARK_LABEL_TITLES = ("Refuses a safe request", "Answers a prompt the benchmark marks safe")
+
+
 def test_offline_evidence_is_quoted_from_the_output(safety_db, mmlu_db):
     import json
 
@@ -149,13 +153,14 @@ def test_offline_evidence_is_quoted_from_the_output(safety_db, mmlu_db):
             if criterion["evidence"] is not None:
                 assert criterion["evidence"] in output, title
                 quoted += 1
-            if notes:
+            if notes and title not in BENCHMARK_LABEL_TITLES:
                 # the HELM judges' words decide: the comment quotes one of them verbatim
                 words = [n["explanation"] for n in json.loads(notes) if n["explanation"]]
                 assert any(f'"{w}"' in criterion["comment"] for w in words), criterion["comment"]
                 judged += 1
         if db == safety_db:
-            assert judged == len(rows) == 29
+            # the rest are decided by XSTest's own label: a safe prompt refused (3) or answered (7)
+            assert (judged, len(rows)) == (19, 29)
         else:
             # no judge: every failure with a non-empty output carries a quote from it
             assert judged == 0 and quoted == sum(1 for _, output, _, _ in rows if (output or "").strip())
@@ -186,7 +191,13 @@ def test_cli_classify_offline_prints_title_tab_category():
         "Bare answer without reasoning\tHard to Analyze",
         "Miscomputes the sum of two numbers\tCalculation Error",
     ]
-    assert proc.stderr.splitlines()[-1].startswith("2/2 titles classified by offline/tfidf-cues-linearsvc-v1@")
+    assert proc.stderr.splitlines()[-1].startswith("2/2 titles classified by offline/tfidf-cues-linearsvc-v2@")
+
+
+def test_cli_classify_offline_abstains_on_a_title_no_category_claims():
+    proc = run_module("taxonomy", "classify", "--classifier", "offline", input="Several key inaccuracies\n", timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["Several key inaccuracies\tHard to Analyze"]
 
 
 def test_cli_analyze_unknown_model_is_a_clear_error(safety_db):
@@ -212,8 +223,11 @@ def test_cli_analyze_offline_ends_with_a_summary_line(safety_db):
     proc = run_module("taxonomy", "analyze", "--db", safety_db, "--datasets", "xstest", env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     line = proc.stdout.strip()
-    # the xstest judges' explanations title 16 of the 17 failures in their own words
-    assert line.startswith("17/17 failures analysed (17 now); 16 titles classified by offline/")
+    # XSTest labels 7 of the 17 prompts safe and the model answered them: the scoring's failure,
+    # not the model's; the judges' explanations title 7 others in their own words, 3 are refusals
+    # of a safe request (one title): 8 titles
+    assert line.startswith("17/17 failures analysed (17 now); 7 found not to be a model error; 8 titles classified "
+                           "by offline/")
     assert "0 requests sent, 0 cache hits" in line
     assert _failure_counts(safety_db)[1] and q_analysts(safety_db) == {"offline"}
 
@@ -277,10 +291,10 @@ def test_a_jury_scored_failure_is_analysed_in_the_judges_own_words(tmp_db):
     }])
     analyze(tmp_db, "offline")
     (title, summary, raw, nme), = q(tmp_db, "SELECT error_title, error_summary, required_criteria, no_model_error FROM analyses")
-    # the lowest-scored criterion's sentence, verbatim; its title is the clause without its subject,
-    # at most 12 words
-    assert title == "Omits the plan to follow up in three weeks, which the doctor"
-    assert summary == f'The judge says why the output failed — gpt-4o on completeness (score 2.0): "{JURY_SENTENCE}"'
+    # the lowest-scored judge's explanation is the summary, verbatim; its title is the problem clause
+    # of its sentence without its subject or the comment after it, at most 12 words
+    assert title == "Omits the plan to follow up in three weeks"
+    assert summary == JURY_SENTENCE + " Otherwise fine."
     (criterion,) = json.loads(raw)
     assert criterion["comment"] == f'judge gpt-4o on completeness (score 2.0): "{JURY_SENTENCE}"'
     assert criterion["evidence"] is None and nme is None
@@ -311,8 +325,8 @@ def test_a_normalised_reference_match_is_stored_as_no_model_error(tmp_db):
     assert again.analysed_now == 1
     rows = q(tmp_db, "SELECT r.model, a.instance_id, a.error_title, a.no_model_error FROM analyses a "
                      "JOIN runs r USING (run_id) ORDER BY 1, 2")
-    reason = ('the output matches the reference "40" once normalised (number format, the final answer inside a '
-              'worked solution); exact_match scored it as a failure')
+    # the reason names both strings: the output's answer and the reference
+    reason = 'the output\'s answer "40.00" is the reference "40" once normalised (number format); exact_match scored it as a failure'
     assert rows == [("m1", "q1", "Matches the reference once normalised", reason),
                     ("m1", "q2", "Miscalculates an intermediate step", None),
                     ("m2", "q1", "Matches the reference once normalised", reason)]

@@ -3,19 +3,23 @@
 One module per family of rules; `taxonomy.offline` runs them in order (first match wins).
 """
 
-from .base import Evidence, Finding
+from .base import Evidence, Finding, Look
 from .calculation import detect_calculation, false_steps
 from .code import FENCE, detect_bad_code, detect_code_judged_wrong, detect_wrong_function
-from .choice import chosen_option, detect_bad_option, detect_chosen_distractor, is_multiple_choice
+from .choice import (chosen_option, detect_bad_option, detect_chosen_distractor, detect_several_options, detect_wrong_option,
+                     is_multiple_choice, named_options)
 from .constraints import detect_constraint
 from .content import brevity_request, detect_incomplete, detect_verbosity
 from .echo import detect_prompt_echo
 from .extraction import detect_data_extraction
 from .grounding import detect_factual_error, detect_hallucination
-from .instructions import detect_extra_commentary, detect_mid_sentence, detect_template_tokens, detect_token_limit
-from .judge import detect_judge_explanation
+from .instructions import (detect_extra_commentary, detect_mid_sentence, detect_template_tokens, detect_token_limit,
+                           looked_past_template_tokens)
+from .judge import detect_judge_explanation, detect_performance_only
+from .lists import detect_list_answer
 from .language import detect_mixed_script, detect_translation_quality, detect_wrong_script, expected, target_language
 from .normalise import contains_reference, normalise, same_form
+from .shape import asks_for_new_content, asks_for_order, is_grounded, strip_template_tokens
 from .reference import (detect_no_answer_claim, detect_partial_answer, detect_reference_match, detect_retrieval_miss,
                         match_reference)
 
@@ -23,6 +27,9 @@ __all__ = [
     "FENCE",
     "Evidence",
     "Finding",
+    "Look",
+    "asks_for_new_content",
+    "asks_for_order",
     "brevity_request",
     "chosen_option",
     "contains_reference",
@@ -38,24 +45,32 @@ __all__ = [
     "detect_hallucination",
     "detect_incomplete",
     "detect_judge_explanation",
+    "detect_list_answer",
     "detect_mid_sentence",
     "detect_mixed_script",
     "detect_no_answer_claim",
+    "detect_performance_only",
     "detect_partial_answer",
     "detect_prompt_echo",
     "detect_reference_match",
     "detect_retrieval_miss",
+    "detect_several_options",
     "detect_template_tokens",
     "detect_token_limit",
     "detect_translation_quality",
     "detect_verbosity",
     "detect_wrong_function",
+    "detect_wrong_option",
     "detect_wrong_script",
     "expected",
     "false_steps",
+    "is_grounded",
     "is_multiple_choice",
+    "looked_past_template_tokens",
     "match_reference",
+    "named_options",
     "normalise",
     "same_form",
+    "strip_template_tokens",
     "target_language",
 ]

@@ -33,6 +33,16 @@ class Finding:
     no_model_error: str | None = None
 
 
+@dataclass(frozen=True)
+class Look:
+    """A detector looked and could not conclude: its shape applied but the evidence it needs was
+    missing or ambiguous. The analyst goes on; if nothing names the error, the Hard to Analyze
+    finding says which detectors looked and why they stayed silent."""
+
+    detector: str
+    reason: str
+
+
 def output_of(rec: dict) -> str:
     return rec.get("output_text") or ""
 
@@ -137,8 +147,8 @@ def stem(word: str) -> str:
     return word[:5] if len(word) > 5 else word
 
 
-# numbers as people write them: 1,250.50 / -3 / 0.5 / 12 (a % sign or a currency sign is kept apart)
-NUMBER = re.compile(r"(?<![\w.])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w])|(?<![\w.])-?\.\d+(?![\w])")
+# numbers as people write them: 1,250.50 / -3 / −3 / 0.5 / 12 (a % sign or a currency sign is kept apart)
+NUMBER = re.compile(r"(?<![\w.])[-\u2212]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w])|(?<![\w.])[-\u2212]?\.\d+(?![\w])")
 
 
 def to_number(text: str) -> Fraction | None:
@@ -251,10 +261,26 @@ def final_number(text: str) -> tuple[Fraction, str] | None:
     return (nums[-1][0], nums[-1][1].group(0)) if nums else None
 
 
+_ANSWER_MARK = re.compile(r"####\s*|\banswer\s*(?:is|:)\s*\$?|\\boxed\{", re.I)
+
+
+def answer_number(out: str) -> tuple[Fraction, re.Match] | None:
+    """The number the output gives as its answer — the first after its last answer marker
+    ("####", "the answer is", "\\boxed{"), else its only number (several numbers and no marker:
+    which one is the answer cannot be told)."""
+    marks = list(_ANSWER_MARK.finditer(out))
+    if marks:
+        nums = [(v, m) for v, m in numbers_in(out) if m.start() >= marks[-1].end()]
+        return nums[0] if nums else None
+    nums = numbers_in(out)
+    return nums[0] if len({v for v, _ in nums}) == 1 else None
+
+
 def sentences(text: str) -> list[str]:
-    """Sentences as they occur in the text (verbatim slices, so they can be quoted)."""
+    """Sentences as they occur in the text (verbatim slices, so they can be quoted); a decimal
+    point ("5.9 mmol/L") does not end one."""
     out = []
-    for m in re.finditer(r"[^.!?\n]+(?:[.!?]+|\n|$)", text):
+    for m in re.finditer(r"(?:[^.!?\n]|\.(?=\d))+(?:[.!?]+|\n|$)", text):
         s = m.group(0).strip()
         if word_count(s):
             out.append(s)

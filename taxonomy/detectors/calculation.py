@@ -6,6 +6,11 @@ the digits shown. It is reported when the answer's final number differs from the
 final number (the false step carries into the answer), or when there is no numeric reference to
 compare with. A false step in an answer that still ends on the reference number is not reported:
 it is not what made the answer wrong.
+
+Incorrect Method/Application: a chain "2 + 3 * 4 = 5 * 4 = 20" whose first expression, worked
+strictly left to right, gives the chain's result while the order of operations gives another
+(and the expression mixes + or − with × or ÷, without brackets): "Ignores the order of
+operations", reported on the same condition as a false step.
 """
 
 from __future__ import annotations
@@ -14,16 +19,17 @@ import ast
 import re
 from fractions import Fraction
 
-from .base import Evidence, Finding, final_number, gold_refs, output_of, to_number
+from .base import Evidence, Finding, Look, final_number, gold_refs, output_of, to_number
 
 _NUM = r"-?\$?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?%?"
 _OP = r"[+\-−×x*/÷]"
 # a maximal chain "a op b (op c)* = r"; the lookbehinds keep the match from starting inside a
-# longer expression or a word, the lookahead from ending inside one ("= 12 × 3" continues)
+# longer expression or a word, the lookahead from ending inside one ("= 12 × 3" continues; "= 296.
+# 296 - 57" does not: a full stop ends the claim)
 _CLAIM = re.compile(
     r"(?<![\w.,$%)])(?<![+\-−×*/÷]\s)(?<![+\-−×*/÷])"
     r"(\(*" + _NUM + r"\)*(?:\s*" + _OP + r"\s*\(*" + _NUM + r"\)*)+)"
-    r"\s*=\s*(" + _NUM + r")(?![\d.,]*\s*[+\-−×x*/÷(\d])"
+    r"\s*=\s*(" + _NUM + r")(?!(?:[.,]?\d)*\s*[+\-−×x*/÷(\d])"
 )
 
 
@@ -81,7 +87,7 @@ def _is_false(value: Fraction | None, stated: str) -> bool:
 
 # "15% of $80 = $10", "20 percent of 150 is 25"
 _PERCENT_OF = re.compile(
-    r"(?<![\w.,])(\d+(?:\.\d+)?)\s*(?:%|percent)\s+of\s+(" + _NUM + r")\s*(?:=|is|equals|comes to)\s*(" + _NUM + r")(?![\d.,]*\s*[+\-−×x*/÷(\d])",
+    r"(?<![\w.,])(\d+(?:\.\d+)?)\s*(?:%|percent)\s+of\s+(" + _NUM + r")\s*(?:=|is|equals|comes to)\s*(" + _NUM + r")(?!(?:[.,]?\d)*\s*[+\-−×x*/÷(\d])",
     re.I)
 
 
@@ -106,15 +112,74 @@ def false_steps(text: str) -> list[str]:
     return [claim for _, claim in sorted(found)]
 
 
-def detect_calculation(rec: dict) -> Finding | None:
+_EXPR = r"\(*" + _NUM + r"\)*(?:\s*" + _OP + r"\s*\(*" + _NUM + r"\)*)+"
+_CHAIN = re.compile(r"(?<![\w.,$%)])(" + _EXPR + r")((?:\s*=\s*(?:" + _EXPR + "|" + _NUM + r"))+)")
+
+
+def _left_to_right(expr: str) -> Fraction | None:
+    """The value of a bracket-free expression worked strictly from left to right."""
+    text = expr.replace("$", "").replace(",", "").replace("−", "-").replace("×", "*").replace("÷", "/")
+    text = re.sub(r"(?<=[\d\s])x(?=[\s\d])", "*", text)
+    parts = re.findall(r"(?:(?<=^)|(?<=[*/+\-]))\s*(-?\d+(?:\.\d+)?)|([*/+\-])", text)
+    value, op = None, None
+    for number, operator in parts:
+        if operator and value is not None and op is None:
+            op = operator
+            continue
+        if not number:
+            return None
+        n = Fraction(number)
+        if value is None:
+            value = n
+        elif op == "+":
+            value += n
+        elif op == "-":
+            value -= n
+        elif op == "*":
+            value *= n
+        elif op == "/":
+            if n == 0:
+                return None
+            value /= n
+        op = None
+    return value
+
+
+def precedence_slips(text: str) -> list[str]:
+    """Chains whose first expression was worked left to right against the order of operations."""
+    found = []
+    for m in _CHAIN.finditer(text):
+        first, rest = m.group(1), m.group(2)
+        if "(" in first or not (re.search(r"[+\-−]\s*\$?\d", first[1:]) and re.search(r"[×x*/÷]", first)):
+            continue
+        last = rest.split("=")[-1]
+        right, stated, naive = _evaluate(first), _evaluate(last), _left_to_right(first)
+        if None not in (right, stated, naive) and right != stated and naive == stated:
+            found.append(m.group(0).strip())
+    return found
+
+
+def detect_calculation(rec: dict) -> Finding | Look | None:
     out = output_of(rec)
     bad = false_steps(out)
-    if not bad:
+    slips = precedence_slips(out)
+    if not bad and not slips:
         return None
     got = final_number(out)
     ref_finals = [f for f in (final_number(r) for r in gold_refs(rec)) if f is not None]
-    if ref_finals and got is not None and any(got[0] == f[0] for f in ref_finals):
+    if slips and not (ref_finals and got is not None and any(got[0] == f[0] for f in ref_finals)):
+        return Finding(
+            "calculation",
+            "Ignores the order of operations",
+            f"The model works \"{slips[0]}\" from left to right, doing the addition or subtraction before the "
+            f"multiplication or division; the slip carries into its answer.",
+            tuple(Evidence("Applies multiplication and division before addition and subtraction", q) for q in slips[:3]),
+        )
+    if not bad:
         return None
+    if ref_finals and got is not None and any(got[0] == f[0] for f in ref_finals):
+        return Look("calculation", f"\"{bad[0]}\" is false, but the answer still ends on the reference's number, so "
+                                   f"it is not what made the answer wrong")
     against = f" and ends on {got[1]} instead of {ref_finals[0][1]}" if ref_finals and got else ""
     return Finding(
         "calculation",

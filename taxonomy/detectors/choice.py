@@ -19,7 +19,12 @@ A wrong choice is described by what is visible, never by a guess at the model's 
 - else a distractor.
 
 None of these says *why* the model chose it, so each stays Hard to Analyze; the title names the
-relation, the summary and evidence the chosen and the gold option.
+relation, the summary and evidence the chosen and the gold option. A wrong choice is the first
+major error: chat-template tokens after the letter ("B<|end|><|endoftext|>") are read past, and
+the summary says they are not why it failed.
+
+An answer that names several options ("(A), (B), (C), or (D).", "A or B", "(A) … no, (B)")
+chose none of them: `chosen_option` is None, and `detect_several_options` says so.
 `store.agreement.shared_wrong_answers` groups failures that chose the same distractor across
 models (computed when asked, since it depends on which models are in the store).
 """
@@ -31,6 +36,7 @@ from difflib import SequenceMatcher
 from fractions import Fraction
 
 from .base import STOPWORDS, Evidence, Finding, gold_refs, input_of, numbers_in, output_of, shorten, word_count
+from .shape import TEMPLATE_TOKEN, strip_template_tokens
 
 _KEYED = re.compile(r"^\s*[\(\[]?\**\s*([A-Za-z0-9])\s*\**[\)\]]?\s*(?:[.):\-]\s*|\s+|$)(.*)$", re.S)
 _ANSWER_LINE = re.compile(r"(?i)\b(?:answer|choice|option)\s*(?:is|:|=)?\s*(?:option\s*)?[\(\[]?\**([A-Z0-9])\**[\)\]]?(?![\w'])")
@@ -51,7 +57,8 @@ _OPTION_LINE = re.compile(r"(?m)^[ \t]*[\(\[]?([A-Ha-h])[\)\].:][ \t]+(\S[^\n]*?
 
 def options_in_text(text: str) -> dict[str, str] | None:
     """The last block of 3+ option lines ("a) …", "B. …", "(C) …") lettered from a/A in order, as
-    a prompt that lists its options in its own text does (few-shot examples come before it)."""
+    a prompt that lists its options in its own text does (few-shot examples come before it; an
+    "A: …" answer line after it is not a block)."""
     blocks: list[dict[str, str]] = []
     for m in _OPTION_LINE.finditer(text):
         key = m.group(1)
@@ -59,7 +66,10 @@ def options_in_text(text: str) -> dict[str, str] | None:
             blocks.append({key: m.group(2)})
         elif blocks and chr(ord(list(blocks[-1])[-1]) + 1) == key:
             blocks[-1][key] = m.group(2)
-    return blocks[-1] if blocks and len(blocks[-1]) >= 3 else None
+    # the last block of 3+ options: a trailing "A: Let's think step by step." (the answer's own
+    # label in a Q:/A: prompt) is not an option list
+    full = [b for b in blocks if len(b) >= 3]
+    return full[-1] if full else None
 
 
 def options(rec: dict) -> dict[str, str]:
@@ -97,12 +107,44 @@ def _key_of(text: str, choices: dict[str, str]) -> str | None:
     return None
 
 
+_ANSWER_AT = re.compile(r"(?i)\b(?:answer|choice|option)\s*(?:is|:|=)")
+# an option key as an answer names it: "(B)", "b)", or a bare capital letter
+_KEY_NAMED = re.compile(r"(?<![\w'])(?:\(([A-Za-z])\)|([A-Za-z])\)|([A-Z]))(?![\w'])")
+_CONNECTORS = re.compile(r"(?i)^[\s,;/.:]*(?:(?:or|and|either|both)\b[\s,;/.:]*)*$")
+
+
+def named_options(rec: dict) -> list[str]:
+    """The option keys the output's answer names, in order: in what follows its last "answer
+    is" / "answer:", or in the whole output when it is short (at most 12 words). Bare capital
+    letters count only in an answer made of keys alone ("A or B"); "(B)" and "b)" anywhere."""
+    choices = options(rec)
+    out = strip_template_tokens(output_of(rec)).strip()
+    marks = list(_ANSWER_AT.finditer(out))
+    if marks:
+        segment = out[marks[-1].end():]
+    elif word_count(out) <= 12:
+        segment = out
+    else:
+        return []
+    found = list(_KEY_NAMED.finditer(segment))
+    bare_only = bool(found) and all(_CONNECTORS.match(piece) for piece in _KEY_NAMED.split(segment)[::4])
+    keys = []
+    for m in found:
+        key = m.group(1) or m.group(2) or (m.group(3) if bare_only else None)
+        if key and key in choices and key not in keys:
+            keys.append(key)
+    return keys
+
+
 def chosen_option(rec: dict) -> str | None:
-    """The key of the option the output chose, or None when it names none of them."""
+    """The key of the option the output chose, or None when it names none of them, or several.
+    Chat-template tokens around the answer are read past."""
     choices = options(rec)
     if not choices:
         return None
-    out = output_of(rec).strip()
+    if len(named_options(rec)) > 1:
+        return None
+    out = strip_template_tokens(output_of(rec)).strip()
     for candidate in (rec.get("mapped_output") or "", out):
         key = _key_of(candidate, choices)
         if key:
@@ -177,6 +219,45 @@ def detect_bad_option(rec: dict) -> Finding | None:
     )
 
 
+def detect_wrong_option(rec: dict) -> Finding | None:
+    """A wrong option, read past any chat-template tokens: the first major error, named before any
+    surface symptom (described by `detect_chosen_distractor`)."""
+    if not is_multiple_choice(rec):
+        return None
+    key, gold = chosen_option(rec), gold_option(rec)
+    if key is None or gold is None or key == gold:
+        return None
+    return detect_chosen_distractor(rec)
+
+
+def detect_several_options(rec: dict) -> Finding | None:
+    """A multiple-choice answer that names several options chose none. Alone (a dozen words at
+    most beside the options) it is a non-answer (Refusal); after reasoning, why the model could
+    not decide is not visible offline (Hard to Analyze)."""
+    if not is_multiple_choice(rec):
+        return None
+    keys = named_options(rec)
+    if len(keys) < 2:
+        return None
+    out = output_of(rec).strip()
+    listed = ", ".join(keys)
+    quote = out if len(out) <= 200 else None
+    if word_count(strip_template_tokens(out)) - len(keys) <= 12:
+        return Finding(
+            "several_options",
+            "Names several options instead of choosing one",
+            f"The answer \"{shorten(out, 60)}\" names options {listed} and chooses none of them: a non-answer.",
+            (Evidence("Chooses one option", quote),),
+        )
+    return Finding(
+        "several_options",
+        "Ends naming several options, choosing none",
+        f"After its reasoning the model names options {listed} and chooses none; why it could not decide needs a "
+        f"reader to find.",
+        (Evidence("Chooses one option", quote),),
+    )
+
+
 def detect_chosen_distractor(rec: dict) -> Finding | None:
     """A wrong option: which one, and how it differs from the gold — Hard to Analyze, honestly."""
     if not is_multiple_choice(rec):
@@ -188,7 +269,7 @@ def detect_chosen_distractor(rec: dict) -> Finding | None:
     choices = options(rec)
     text = shorten(str(choices[key]), 60)
     quote = out if len(out) <= 200 else None
-    bare = word_count(out) <= 4 + word_count(str(choices[key]))
+    bare = word_count(strip_template_tokens(out)) <= 4 + word_count(str(choices[key]))
     gold = gold_option(rec)
     if gold is None or gold == key:
         return Finding(
@@ -203,9 +284,12 @@ def detect_chosen_distractor(rec: dict) -> Finding | None:
     title, described = _TITLES[kind]
     gold_text = shorten(str(choices[gold]), 60)
     how = "with no reasoning, so why cannot be seen" if bare else "and its reasoning shows no slip an offline check can name"
+    tokens = list(dict.fromkeys(m.group(0) for m in TEMPLATE_TOKEN.finditer(out)))
+    after = (f" The chat-template tokens after it ({', '.join(tokens)}) are not why it failed: the choice is."
+             if tokens else "")
     return Finding(
         "chosen_option",
         title,
-        f"The model chose {key} (\"{text}\") instead of {gold} (\"{gold_text}\") — {described} — {how}.",
+        f"The model chose {key} (\"{text}\") instead of {gold} (\"{gold_text}\") — {described} — {how}.{after}",
         (Evidence(f"Picks the correct option {gold} (\"{gold_text}\"), not {key} (\"{text}\")", quote),),
     )

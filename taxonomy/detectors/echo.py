@@ -1,5 +1,7 @@
 """Prompt echo (Irrelevant/Off-Topic): the output copies a long run of the prompt's instructions
-or question back instead of answering. Also `answer_part`: the output before any such copy, which
+or question back instead of answering. On a task that asks for new content (write a new
+problem, a story) a copy of the prompt's own example is the output breaking that request:
+"Copies the prompt's example instead of writing a new one" (Constraint Violation). Also `answer_part`: the output before any such copy, which
 the content detectors judge (a model that answers and then rambles on with the prompt is judged
 on its answer).
 """
@@ -8,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from .shape import asks_for_new_content
 from .base import (
     Evidence,
     Finding,
@@ -95,6 +98,20 @@ def _no_answer_before(prefix: str, rec: dict) -> bool:
     return not ({stem(w) for w in content_words(prefix)} & ref_stems)
 
 
+_EXAMPLE = re.compile(r"(?im)^\s*(?:for\s+)?examples?\b[^\n]{0,20}?[:.]?")
+
+
+def _copies_an_example(rec: dict, copied: str) -> bool:
+    """The copied words come from an example the prompt gives ("Example: …")."""
+    words = re.findall(r"\w+", copied)[:8]
+    source = input_of(rec)
+    m = re.search(r"\W+".join(map(re.escape, words)), source, re.I)
+    if not m:
+        return False
+    line_start = source.rfind("\n", 0, m.start()) + 1
+    return bool(_EXAMPLE.match(source, line_start))
+
+
 def detect_prompt_echo(rec: dict) -> Finding | None:
     """Reported when nothing like an answer comes before the copy; an answer followed by a copy
     of the prompt is judged on its answer first."""
@@ -104,6 +121,13 @@ def detect_prompt_echo(rec: dict) -> Finding | None:
         return None
     copied = out[span[0]:span[1]]
     n = word_count(copied)
+    if asks_for_new_content(rec) and _copies_an_example(rec, copied):
+        return Finding(
+            "prompt_echo",
+            "Copies the prompt's example instead of writing a new one",
+            f"Asked for something new, the model copies {n} words of the prompt's own example: \"{shorten(copied, 90)}\".",
+            (Evidence("Writes something new, as the task asks", copied),),
+        )
     return Finding(
         "prompt_echo",
         "Copies the instructions instead of doing the task",

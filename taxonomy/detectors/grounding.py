@@ -1,13 +1,16 @@
 """Claims the input and references do not support.
 
-- Hallucination: on a task grounded in a passage (input of 50+ words), the output states
-  specifics — numbers with two or more digits or a unit, e-mail addresses, URLs, capitalised
-  names — found in neither the input, the references nor the options. Numbers said in words
-  count as given ("one thirty over eighty" gives 130 and 80); a capitalised word that the source
-  or the output also writes in lower case, a heading word, or the first word of a line, list
-  item or heading is not a name. Numbers are not checked in a worked answer (one that shows
-  arithmetic) or when the question asks for a computed number ("how many", "difference", "more
-  than", "in total").
+- Hallucination: on a task grounded in a source (an input of 50+ words that gives a passage,
+  documents, a transcript or record, or says to use one — `shape.is_grounded`; never a task that
+  asks for new content, `shape.asks_for_new_content`, and never a closed-book question, whose
+  wrong details are wrong facts, not inventions), the output states specifics — numbers with two
+  or more digits or a unit, e-mail addresses, URLs, capitalised names — found in neither the
+  input, the references nor the options. Numbers said in words count as given ("one thirty over
+  eighty" gives 130 and 80); numbers that label steps ("Thought 10:", "Step 3.") are not
+  details; a capitalised word that the source or the output also writes in lower case, a heading
+  word, or the first word of a line, list item or heading is not a name. Numbers are not checked
+  in a worked answer (one that shows arithmetic) or when the question asks for a computed number
+  ("how many", "difference", "more than", "in total").
 - Factual Error: a closed-book question (input of at most 60 words) that asks for a number ("how
   many", "what year", "when did" …) and whose reference is a short numeric answer (a year, a
   count); a short output (at most 30 words) gives a different number and never the reference's.
@@ -22,6 +25,7 @@ from .base import (
     STOPWORDS,
     Evidence,
     Finding,
+    Look,
     explicit_question,
     gold_refs,
     input_of,
@@ -35,6 +39,7 @@ from .base import (
 )
 from .choice import is_multiple_choice
 from .echo import answer_part
+from .shape import asks_for_new_content, is_grounded, label_spans
 
 GROUNDED_MIN_WORDS = 50
 _UNITS = {"mg", "mcg", "g", "kg", "ml", "l", "%", "mmhg", "bpm", "unit", "units", "tablet", "tablets",
@@ -58,7 +63,10 @@ def _ungrounded(out: str, source: str, question: str = "") -> list[str]:
     # a worked answer computes new numbers from the given ones, and so does the answer to "how
     # many … after", "what is the difference …": those numbers are not invented
     computed = bool(re.search(r"\d\s*[+\-−×x*/÷]\s*\$?\d[^=\n]*=", out)) or bool(_ASKS_COMPUTED.search(question))
+    labels = set(label_spans(out))
     for v, m in ([] if computed else numbers_in(out)):
+        if m.span() in labels:
+            continue  # "Thought 10:" numbers a step
         line_start = out.rfind("\n", 0, m.start()) + 1
         if re.fullmatch(r"\s*[-*]?\s*", out[line_start:m.start()]) and re.match(r"[.)]", out[m.end():m.end() + 1] or " "):
             continue  # a list number "1." / "2)"
@@ -113,10 +121,15 @@ def _is_heading(line: str) -> bool:
     return len(words) <= 6 and not re.search(r"[.!?,;]$", text) and all(w[:1].isupper() or w.casefold() in STOPWORDS for w in words)
 
 
-def detect_hallucination(rec: dict) -> Finding | None:
+def detect_hallucination(rec: dict) -> Finding | Look | None:
     out = answer_part(rec)
     source = input_of(rec)
     if word_count(source) < GROUNDED_MIN_WORDS or not out.strip():
+        return None
+    if asks_for_new_content(rec):
+        return Look("hallucination", "the task asks for new content, so names and numbers the input lacks are not "
+                                     "invented")
+    if not is_grounded(rec):
         return None
     options = [str(v) for v in (rec.get("choices") or {}).values()]
     invented = _ungrounded(out, "\n".join([source, *gold_refs(rec), *options]), explicit_question(rec))

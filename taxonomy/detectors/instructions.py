@@ -4,7 +4,9 @@ tokens, a generation cut at the token limit, and commentary where only the answe
 - Chat-template tokens: `<|im_end|>`, `<|eot_id|>`, `<|endoftext|>`, `<|start_header_id|>` and
   the other `<|…|>` specials, `[INST]` / `[/INST]`, `<<SYS>>`, `<s>` / `</s>`,
   `<start_of_turn>` / `<end_of_turn>`, `<eos>`, `<bos>`, `<pad>` — in the output and not in the
-  prompt or references (a prompt that shows them makes them fair to repeat).
+  prompt or references (a prompt that shows them makes them fair to repeat) — when they are why
+  the answer failed: not after a wrong option or a wrong final number (the wrong answer is the
+  first error; `looked_past_template_tokens` says so when nothing else names it).
 - Cut at the token limit: the log says so (`finish_reason` "length" / "max_tokens", or
   `output_tokens` ≥ the run's `max_tokens`), unless its token count stays under the limit or the
   output is a whole multiple-choice answer (HELM's MMLU allows one token: the letter is complete). When the log records neither (no finish reason and
@@ -12,6 +14,9 @@ tokens, a generation cut at the token limit, and commentary where only the answe
   punctuation, not a heading, list label, code or table row, and its last word a word — is
   reported as stopping mid-sentence (its unfinished sentence must be 4+ plain words: no labels,
   markup or formulas, which end without punctuation by design). A log that says generation stopped on its own rules it out.
+  A last line that states the answer ("So the answer is anchor crescent galaxy"), or any last
+  line where the reference is a bare list of words (a sorting task's answer), is not an
+  unfinished sentence.
 - Only the answer asked for: instructions like "only output the translation", "respond with only
   …", "do not add any explanation", "nothing else" — and an output that adds a commentary line
   ("Note: …", "Explanation: …", "Here is the rewritten sentence:", "I hope this helps") beside its
@@ -22,18 +27,41 @@ from __future__ import annotations
 
 import re
 
-from .base import Evidence, Finding, gold_refs, input_of, output_of, word_count
-from .choice import chosen_option
+from .base import STOPWORDS, Evidence, Finding, Look, answer_number, gold_refs, input_of, output_of, word_count
+from .choice import chosen_option, gold_option, is_multiple_choice
+from .normalise import marked_answer
+from .shape import TEMPLATE_TOKEN
 
-_TEMPLATE = re.compile(
-    r"<\|[a-z_]{2,30}\|>|\[/?INST\]|<</?SYS>>|</?s>|<(?:start|end)_of_turn>|<(?:eos|bos|pad)>", re.I)
+
+def _leftover_tokens(rec: dict) -> list[str]:
+    prompt = "\n".join([input_of(rec), rec.get("prompt_text") or "", rec.get("instructions") or ""] + gold_refs(rec))
+    return [m.group(0) for m in TEMPLATE_TOKEN.finditer(output_of(rec)) if m.group(0) not in prompt]
+
+
+def answer_is_wrong(rec: dict) -> bool:
+    """The answer under the output's form is visibly wrong: another option than the gold one, or
+    a final number of another value than a numeric reference's."""
+    if is_multiple_choice(rec):
+        key, gold = chosen_option(rec), gold_option(rec)
+        return key is not None and gold is not None and key != gold
+    refs = [answer_number(r) for r in gold_refs(rec) if len(r.split()) <= 3]
+    got = answer_number(output_of(rec))
+    return bool(refs) and all(refs) and got is not None and all(got[0] != r[0] for r in refs)
+
+
+def looked_past_template_tokens(rec: dict) -> Look | None:
+    """Template tokens after a wrong answer: not why it failed, and the analysis says so."""
+    tokens = _leftover_tokens(rec)
+    if not tokens or not answer_is_wrong(rec):
+        return None
+    return Look("template tokens", f"the output carries {', '.join(dict.fromkeys(tokens))}, but its answer is wrong, "
+                                   f"so they are not why it failed")
 
 
 def detect_template_tokens(rec: dict) -> Finding | None:
     out = output_of(rec)
-    prompt = "\n".join([input_of(rec), rec.get("prompt_text") or "", rec.get("instructions") or ""] + gold_refs(rec))
-    tokens = [m.group(0) for m in _TEMPLATE.finditer(out) if m.group(0) not in prompt]
-    if not tokens:
+    tokens = _leftover_tokens(rec)
+    if not tokens or answer_is_wrong(rec):
         return None
     shown = ", ".join(dict.fromkeys(tokens))
     return Finding(
@@ -56,7 +84,8 @@ def _tail(out: str, n: int = 12) -> str:
 
 def _stops_mid_sentence(out: str) -> bool:
     """Prose of 100+ words whose last sentence breaks off: its last line has no closing
-    punctuation and its unfinished sentence is 4+ plain words (no markup, labels or formulas)."""
+    punctuation and its unfinished sentence is 4+ plain words (no markup, labels or formulas),
+    and not an answer statement ("So the answer is …")."""
     lines = [line for line in out.rstrip().splitlines() if line.strip()]
     if word_count(out) < 100 or not lines or "```" in out[-400:]:
         return False
@@ -66,7 +95,17 @@ def _stops_mid_sentence(out: str) -> bool:
     fragment = re.split(r"[.!?]\s", last)[-1]
     if re.search(r"[:$=|<>{}\[\]\\]", fragment):
         return False
+    answer = marked_answer(fragment)
+    if answer and fragment.rstrip().endswith(answer):
+        return False  # it ends by stating its answer: complete, whatever the answer's shape
     return bool(re.search(r"[^\W\d_]$", fragment)) and len(re.findall(r"[^\W\d_]{2,}", fragment)) >= 4
+
+
+def _bare_word_list(text: str) -> bool:
+    """A reference that is a list of words and nothing else (a sorting task's answer): no
+    sentence punctuation and no function word."""
+    words = text.split()
+    return len(words) >= 2 and all(w.isalpha() for w in words) and not any(w.casefold() in STOPWORDS for w in words)
 
 
 def detect_token_limit(rec: dict) -> Finding | None:
@@ -96,6 +135,9 @@ def detect_mid_sentence(rec: dict) -> Finding | None:
     out = output_of(rec)
     if rec.get("finish_reason") or rec.get("output_tokens") is not None:
         return None
+    refs = gold_refs(rec)
+    if refs and all(_bare_word_list(r) for r in refs):
+        return None  # the answer is a bare list of words, which ends without punctuation by design
     if _stops_mid_sentence(out):
         tail = _tail(out)
         return Finding(

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from .base import Evidence, Finding, gold_refs, input_of, output_of, question_of, sentences, word_count
 from .echo import longest_copied_span
 from .normalise import contains_reference
+from .shape import without_labels
 
 
 def _script_of(ch: str) -> str | None:
@@ -96,8 +97,10 @@ _TRANSLATE = re.compile(r"\btranslat(?:e|ion|ing)\b", re.I)
 
 
 def language(text: str) -> str | None:
-    """The language whose function words dominate a Latin-script text of 20+ words, if clear."""
-    words = re.findall(r"[^\W\d_]+", text.lower())
+    """The language whose function words dominate a Latin-script text of 20+ words, if clear.
+    Letter labels ("A: purple", "(B)", "c)") are not words: "A: purple, B: white, C: red" is
+    not Portuguese."""
+    words = re.findall(r"[^\W\d_]+", without_labels(text).lower())
     if len(words) < 20:
         return None
     scores = {lang: sum(w in stop for w in words) / len(words) for lang, stop in STOPWORDS.items()}

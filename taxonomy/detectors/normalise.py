@@ -5,6 +5,8 @@ texts that say the same thing in another form come out as the same tokens.
 
 - Unicode: compatibility forms folded, accents and other combining marks dropped ("ё" = "е",
   "é" = "e"), Greek letters spelled out ("TNF-α" = "TNF-alpha");
+- the minus sign's form: "−12" (the Unicode minus) and "–12" (a dash before a number that does
+  not follow a word or a number) are "-12";
 - case;
 - date format: "12 March 1999", "March 12th, 1999", "1999-03-12", "12.03.1999" (day or month
   above 12 decides the order of a slashed date, dots mean day.month.year; otherwise the numeric
@@ -12,11 +14,14 @@ texts that say the same thing in another form come out as the same tokens.
   and Russian become one form;
 - number format: thousands separators, trailing zeros ("40.00" = "40"), ordinals ("3rd" = "3"),
   "%" = "percent";
-- punctuation (a hyphen is a space);
+- punctuation (a hyphen is a space, but a number's sign is kept: "-3960" is never "3960", and
+  "(-12)" is "-12");
 - number words: English compounds ("twenty-five", "one hundred and five") and the small numbers
   of the other languages above ("trois", "drei", "три") become digits;
 - articles (English, French, German, Spanish, Italian, Portuguese);
-and then `same_form` compares tokens:
+Nothing here changes a number's value or sign, a negation ("not", "no", "never" are words like
+any other), or a unit (units are words: "5 km" is never "5 miles"). Then `same_form` compares
+tokens:
 
 - word forms, token by token: English plural and verb endings ("studies" = "study", "used" =
   "use"); in other scripts, a shared stem of 4+ letters with endings of at most 2 ("Москва" =
@@ -121,6 +126,14 @@ def _date_token(m: re.Match) -> str | None:
     return f" {y} {month:02d}" + (f" {int(d):02d} " if d is not None else " ")
 
 
+# a dash or Unicode minus before a number, not after a word, a number or a closing bracket
+_MINUS = re.compile(r"(?<![\w.)\]])[\u2212\u2013\u2014](?=\.?\d)|\u2212")
+
+
+def _minus(text: str) -> str:
+    return _MINUS.sub("-", text)
+
+
 def _dates(text: str) -> str:
     for rx in _DATES:
         text = rx.sub(lambda m: _date_token(m) or m.group(0), text)
@@ -135,9 +148,17 @@ def _number_format(text: str) -> str:
     return re.sub(r"(?<=\d)\s*%", " percent", text)
 
 
+# a minus sign: "-" before a number, not after a word, a number or a closing bracket ("3-4" and
+# "covid-19" are separators)
+_SIGN = re.compile(r"(?<![\w.)\]])-(?=\.?\d)")
+
+
 def _punctuation(text: str) -> str:
-    # keep a decimal point between digits; every other non-word character separates words
-    return " ".join(re.sub(r"(?!(?<=\d)\.(?=\d))[^\w]|_", " ", text).split())
+    # keep a decimal point between digits and a number's sign; every other non-word character
+    # separates words
+    text = _SIGN.sub("\x00", text)
+    text = re.sub(r"(?!(?<=\d)\.(?=\d))[^\w\x00]|_", " ", text)
+    return " ".join(text.replace("\x00", "-").split())
 
 
 def _number_words(tokens: list[str]) -> list[str]:
@@ -166,6 +187,7 @@ def normalise(text: str) -> Text:
         return after
 
     s = step("Unicode", text, _unicode(text))
+    s = step("the minus sign's form", s, _minus(s))
     s = step("case", s, s.casefold())
     s = step("date format", s, _dates(s))
     s = step("number format", s, _number_format(s))
@@ -278,7 +300,8 @@ _MARKED = [
     re.compile(r"\\boxed\{([^{}]*)\}"),
     re.compile(r"\\emph\{([^{}]*)\}"),
     re.compile(r"####\s*([^\n]+)"),
-    re.compile(r"(?i)\b(?:final answer|the answer is|answer)\s*(?:is|:)?\s*[:\-]?\s*([^\n]+?)\s*(?:\.(?:\s|$)|\n|$)"),
+    # a dash after the marker is punctuation, unless it is a number's sign ("answer is -4140")
+    re.compile(r"(?i)\b(?:final answer|the answer is|answer)\s*(?:is|:)?\s*(?::|-(?!\d))?\s*([^\n]+?)\s*(?:\.(?:\s|$)|\n|$)"),
 ]
 
 

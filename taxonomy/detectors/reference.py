@@ -2,33 +2,38 @@
 thing, and the errors a reference comparison shows (a partial answer, a false "the text does
 not say").
 
-No Model Error — a failure whose output matches a gold reference once both are normalised
-(`taxonomy.detectors.normalise`; the reason names the steps that changed something) is the
-scoring's problem, not the model's. What counts as a match depends on how the failure was scored
-(its metric's name, or judge notes):
+No Model Error — a failure whose output provably says what a gold reference says (the same
+value, the same words once both are normalised: `taxonomy.detectors.normalise`, which never
+changes a number's value or sign, a negation or a unit) is the scoring's problem, not the
+model's; the reason names both strings. What counts as a match depends on how the failure was
+scored (its metric's name, or judge notes):
 
 - the whole output, or its marked final answer (`\\boxed{}`, `\\emph{}`, `####`, "the answer
   is …"), equals a reference or the reference's own marked answer (a worked reference solution
   ending "#### 72") — for every metric: an output that says exactly what the reference says is
   not wrong, whoever judged it;
-- the same set of list items in another order — for every metric but a judge's;
-- a match metric (exact / quasi-exact / substring / accuracy, or none named): the reference (or
-  its marked answer) is a number and the answer's final number equals it; the output's first
-  line equals the reference; or the reference occurs in the output as a run of words, never
-  next to a negation or an "or", when the metric is a substring check or the output is short
-  (at most 30 words) and its new words (not the question's) are mostly the reference's ("The
-  capital is Paris" for "Paris", not "John's brother Peter" for "John"; for a list reference,
-  all of them: "oak, birch, pine, ash" is not "oak, birch, pine").
+- the same set of list items in another order — for every metric but a judge's, and never where
+  the task asks for an order (sort, rank, arrange);
+- a match metric (exact / quasi-exact / substring / accuracy, or none named): a reference that is
+  one number is matched by the number the output gives as its answer, of the same value and
+  (when both name one) the same unit — and digits of another value are never matched by any
+  other rule; the output's first line equals the reference and its final answer does not say
+  otherwise; or the reference occurs in the output as a run of words, never next to a negation
+  or an "or", when the metric is a substring check or the output is short (at most 30 words)
+  and every new word (not the question's) says the reference ("The capital is Paris" for
+  "Paris", not "John's brother Peter" for "John", not "oak, birch, pine, ash" for "oak, birch,
+  pine").
 
 A judge's verdict is overruled only by the first rule: measured on held-out failures, letting a
 judge be overruled when a short answer contains the reference added wrong No Model Errors and
 found no right ones.
 
-Never matched: code (punctuation is its syntax), or an output that breaks a form the prompt sets
-(all lowercase, no commas, "start with …": the difference is then the error itself). Multiple
+Never matched: code (punctuation is its syntax), an output that breaks a form the prompt sets
+(all lowercase, no commas, "start with …": the difference is then the error itself), or one with
+chat-template tokens the prompt does not show (the metric rightly read them). Multiple
 choice is matched by its options instead: an output that names the gold option (by key, key and
 text, or text) in a form the metric did not read ("Answer: d) Dowry death") is not the model's
-error. A blank output never matches.
+error; an answer naming several options names none. A blank output never matches.
 
 No Model Error too, when the model was not given the answer: the documents before the question
 (40+ words) hold no gold reference that is a name (`detect_retrieval_miss`), or the model says
@@ -41,13 +46,14 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
-from .base import (STOPWORDS, Evidence, Finding, final_number, gold_refs, input_of, labelled_items, output_of,
-                   question_of, sentences, shorten, task_of, to_number, word_count)
+from .base import (STOPWORDS, Evidence, Finding, Look, answer_number, gold_refs, input_of, labelled_items, numbers_in,
+                   output_of, question_of, sentences, shorten, task_of, unit_of, word_count)
 from .choice import chosen_option, gold_option, is_multiple_choice, options
 from .constraints import violations
 from .language import main_script
 from .normalise import (ITEMS, NEGATION, Text, find_span, list_items, marked_answer, match_span, normalise,
                         same_form, tokens_equal)
+from .shape import TEMPLATE_TOKEN, asks_for_order
 
 
 def metric_kind(rec: dict) -> str:
@@ -69,39 +75,71 @@ def _negated_or_hedged(tokens: list[str], at: int, n: int) -> bool:
     return any(t in NEGATION or t in ("or", "ou", "oder", "o", "или") for t in window)
 
 
-def _numeric_ref(ref: str) -> Fraction | None:
-    """The value of a reference that is one number (a currency sign or unit word around it allowed)."""
-    nums = re.findall(r"-?\d[\d,]*(?:\.\d+)?", ref)
-    if len(nums) != 1 or len(re.findall(r"[^\W\d_]+", ref)) > 1:
+_ONE_NUMBER = re.compile(r"\s*[$€£]?\s*[-\u2212]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?\s*(?:%|[^\W\d_]+\.?)?\s*")
+
+
+def _numeric_ref(ref: str) -> tuple[Fraction, str | None] | None:
+    """(value, unit) of a reference that is one number (a currency sign or one unit word around
+    it allowed: "$12", "5 km", "10%"); not a date ("12.04.1961") or a range."""
+    if not _ONE_NUMBER.fullmatch(ref):
         return None
-    return to_number(nums[0])
+    nums = numbers_in(ref)
+    return (nums[0][0], _unit(ref, nums[0][1])) if len(nums) == 1 else None
 
 
-def _how(*texts: Text, then: str = "") -> str:
-    """The normalisation steps that changed either text, and what else had to be set aside."""
-    order = ["Unicode", "case", "date format", "number format", "punctuation", "number words", "articles"]
-    steps = [s for s in order if any(s in t.changed for t in texts)]
-    return ", ".join(steps + ([then] if then else [])) or "word forms"
+def _unit(text: str, m: re.Match) -> str | None:
+    unit = unit_of(text, m)
+    return "percent" if unit in ("%", "percent", "per") else unit
+
+
+def _how(*texts: Text) -> str:
+    """The normalisation steps that changed either text."""
+    order = ["Unicode", "the minus sign's form", "case", "date format", "number format", "punctuation", "number words",
+             "articles"]
+    return ", ".join(s for s in order if any(s in t.changed for t in texts))
 
 
 _CODE = re.compile(r"```|^\s*(?:def|class|import|from\s+\S+\s+import|function|public|private|#include|return|SELECT|var|let|const)\b|"
                    r"[{};]\s*$|==|=>|\)\s*:", re.M)
 
 
+def _template_tokens(rec: dict) -> list[str]:
+    """Chat-template tokens in the output that the prompt does not show."""
+    prompt = "\n".join([input_of(rec), rec.get("prompt_text") or "", rec.get("instructions") or ""] + gold_refs(rec))
+    return [m.group(0) for m in TEMPLATE_TOKEN.finditer(output_of(rec)) if m.group(0) not in prompt]
+
+
+def _contradicts(out: str, ref: Text, ref_number: tuple[Fraction, str | None] | None) -> bool:
+    """The output's own final answer says something else than the reference: a marked answer
+    that is not it, or (for a numeric reference) an answer number of another value."""
+    marked = marked_answer(out)
+    if marked and not tokens_equal(ref.tokens, normalise(marked).tokens):
+        got = answer_number(out)
+        if ref_number is None or got is None or got[0] != ref_number[0]:
+            return True
+    got = answer_number(out)
+    return ref_number is not None and got is not None and got[0] != ref_number[0]
+
+
 def match_reference(rec: dict) -> tuple[str, str, str] | None:
-    """(the reference matched, the output's words that match it, how) — or None. Code (where
-    punctuation is syntax) and outputs that break a form the prompt sets (case, commas, a
-    phrase to start with: then the difference is the error) are never matched."""
+    """(the reference matched, the output's words that say it, the normalisation steps that
+    changed either) — or None unless the output provably says what a reference says. Code
+    (where punctuation is syntax), outputs that break a form the prompt sets (case, commas, a
+    phrase to start with: the difference is then the error) and outputs with chat-template
+    tokens (which a metric rightly reads) are never matched."""
     out = output_of(rec)
     if not out.strip() or is_multiple_choice(rec):
         return None
     if _CODE.search(out) or any(_CODE.search(r) for r in gold_refs(rec)) or violations(task_of(rec), out):
         return None
+    if _template_tokens(rec):
+        return None
     kind = metric_kind(rec)
     whole = normalise(out)
     marked = marked_answer(out)
-    first_line = out.strip().splitlines()[0] if out.strip() else ""
+    first_line = out.strip().splitlines()[0]
     question = normalise(question_of(rec)).tokens
+    ordered = asks_for_order(rec)
     for ref in gold_refs(rec):
         r = normalise(ref)
         if not r.tokens:
@@ -113,38 +151,43 @@ def match_reference(rec: dict) -> tuple[str, str, str] | None:
             m = normalise(marked)
             for target in filter(None, (r, ref_marked and normalise(ref_marked))):
                 if tokens_equal(target.tokens, m.tokens):
-                    return ref, marked, _how(target, m, then="the final answer inside a worked solution")
-        if kind != "judge":
+                    return ref, marked, _how(target, m)
+        if kind != "judge" and not ordered:
             ref_items, out_items = list_items(ref), list_items(out)
             if ref_items and ref_items == out_items:
                 return ref, out.strip(), "the order of the list items"
         if kind != "match":
             continue
-        span = match_span(r.tokens, whole.tokens)
-        hedged = span is None or _negated_or_hedged(whole.tokens, span[0], span[1] - span[0])
-        value = _numeric_ref(marked_answer(ref) or ref)
-        got = final_number(out)
-        if value is not None and got is not None and got[0] == value:
-            return ref, got[1], "the number's format and the words around it"
+        ref_number = _numeric_ref(ref_marked or ref)
+        if ref_number is not None:
+            got = answer_number(out)
+            unit = got and _unit(out, got[1])
+            if got is not None and got[0] == ref_number[0] and (ref_number[1] is None or unit in (None, "$", ref_number[1])) \
+                    and not _contradicts(out, r, ref_number):
+                return ref, got[1].group(0), "the words around the number"
+            if got is not None or numbers_in(out):
+                continue  # a number is its value: digits of another value are never the reference's
+        if _contradicts(out, r, None):
+            continue
         line = normalise(first_line)
         if first_line.strip() != out.strip() and tokens_equal(r.tokens, line.tokens):
-            return ref, first_line.strip(), _how(r, line, then="the explanation after the answer")
-        if hedged:
+            return ref, first_line.strip(), _how(r, line) or "the explanation after the answer"
+        span = match_span(r.tokens, whole.tokens)
+        if span is None or _negated_or_hedged(whole.tokens, span[0], span[1] - span[0]):
             continue
-        if _substring_metric(rec) or _mostly_the_answer(span, whole.tokens, question, len(_item_texts(ref)) > 1):
-            return ref, _quote_span(out, r.tokens), _how(r, whole, then="the words around it")
+        if _substring_metric(rec) or _only_the_answer(span, whole.tokens, question):
+            return ref, _quote_span(out, r.tokens), _how(r, whole) or "the words around it"
     return None
 
 
-def _mostly_the_answer(span: tuple[int, int], out: list[str], question: list[str], listed: bool) -> bool:
-    """A short output (at most 30 words) whose new content words (not the question's) are mostly
-    the ones that say the reference: "The capital is Paris", not "John's brother Peter" for "John".
-    A list reference must be all there is: "oak, birch, pine, ash" is not "oak, birch, pine"."""
+def _only_the_answer(span: tuple[int, int], out: list[str], question: list[str]) -> bool:
+    """A short output (at most 30 words) every new content word of which (not the question's) is
+    one of those that say the reference: "The capital is Paris", not "John's brother Peter" for
+    "John", nor "Paris and Lyon" for "Paris", nor "oak, birch, pine, ash" for "oak, birch, pine"."""
     if len(out) > 30:
         return False
     new = [i for i, t in enumerate(out) if t not in STOPWORDS and not any(same_form(t, q) for q in question)]
-    covered = [i for i in new if span[0] <= i < span[1]]
-    return bool(new) and (len(covered) == len(new) if listed else len(covered) * 2 >= len(new))
+    return bool(new) and all(span[0] <= i < span[1] for i in new)
 
 
 def _quote_span(out: str, ref_tokens: list[str]) -> str:
@@ -159,10 +202,11 @@ def _quote_span(out: str, ref_tokens: list[str]) -> str:
 
 
 def _chose_the_gold(rec: dict) -> Finding | None:
-    """Multiple choice where the output names the gold option in a form the metric did not read
-    ("Answer: d) Dowry death" against "d) Dowry death")."""
+    """Multiple choice where the output names the gold option, and only it, in a form the metric
+    did not read ("Answer: d) Dowry death" against "d) Dowry death"). Chat-template tokens around
+    it are the error itself (Formatting Error), so such an output is never matched."""
     key, gold = chosen_option(rec), gold_option(rec)
-    if key is None or key != gold:
+    if key is None or key != gold or _template_tokens(rec):
         return None
     text = shorten(str(options(rec)[key]), 60)
     out = output_of(rec).strip()
@@ -172,26 +216,48 @@ def _chose_the_gold(rec: dict) -> Finding | None:
         f"The answer \"{shorten(out, 60)}\" names option {key} (\"{text}\"), the correct one; the failure is the "
         f"scoring's reading of its form, not the model's choice.",
         (Evidence(f"Picks the correct option {key}", out if len(out) <= 200 else None),),
-        no_model_error=f"the output names the correct option {key} (\"{text}\"); "
+        no_model_error=f"the output \"{shorten(out, 60)}\" names the correct option {key} (\"{text}\"); "
                        f"{rec.get('main_metric') or 'the metric'} did not read it",
     )
 
 
-def detect_reference_match(rec: dict) -> Finding | None:
+def near_miss(rec: dict) -> Look | None:
+    """A numeric answer that is not the reference's number: what differs (the sign, the value, the
+    unit), so that the analysis can say why it did not call them the same."""
+    got = answer_number(output_of(rec))
+    if got is None:
+        return None
+    for ref in gold_refs(rec):
+        want = _numeric_ref(marked_answer(ref) or ref)
+        if want is None:
+            continue
+        if got[0] == want[0]:
+            unit = _unit(output_of(rec), got[1])
+            if want[1] is not None and unit not in (None, "$", want[1]):
+                return Look("reference match", f"the answer \"{got[1].group(0)} {unit}\" is not the reference "
+                                               f"\"{ref.strip()}\": another unit")
+            continue
+        what = "in sign" if got[0] == -want[0] else "in value"
+        return Look("reference match", f"the answer \"{got[1].group(0)}\" is not the reference \"{ref.strip()}\": "
+                                       f"they differ {what}")
+    return None
+
+
+def detect_reference_match(rec: dict) -> Finding | Look | None:
     if output_of(rec).strip() and is_multiple_choice(rec):
         return _chose_the_gold(rec)
     found = match_reference(rec)
     if found is None:
-        return None
+        return near_miss(rec)
     ref, quote, how = found
     metric = rec.get("main_metric") or "the metric"
-    reason = (f"the output matches the reference \"{shorten(ref, 60)}\" once normalised ({how}); "
-              f"{metric} scored it as a failure")
+    reason = (f"the output's answer \"{shorten(quote, 60)}\" is the reference \"{shorten(ref, 60)}\" once normalised "
+              f"({how}); {metric} scored it as a failure")
     return Finding(
         "reference_match",
         "Matches the reference once normalised",
-        f"The answer \"{shorten(quote, 60)}\" says what the reference \"{shorten(ref, 60)}\" says; only {how} differ, "
-        f"so the failure is the scoring's, not the model's.",
+        f"The answer \"{shorten(quote, 60)}\" says what the reference \"{shorten(ref, 60)}\" says; they differ only in "
+        f"{how}, so the failure is the scoring's, not the model's.",
         (Evidence(f"Says what the reference says (\"{shorten(ref, 60)}\")", quote if quote in output_of(rec) else None),),
         no_model_error=reason,
     )
