@@ -304,7 +304,7 @@ def test_suspects_are_the_failures_that_are_not_the_models(demo_db):
                           "FROM failures WHERE category = 'No Model Error' GROUP BY ALL ORDER BY ALL")
     assert [(r["dataset"], r["instance_id"], r["failures"], r["models"]) for r in data["suspects"]] == expected
     assert data["suspect_failures"] == sum(e[2] for e in expected) == 2
-    assert data["suspects"][0]["why"].startswith("not a model error: the output matches the reference")
+    assert data["suspects"][0]["why"].startswith('not a model error: the output\'s answer "18" is the reference "18"')
     assert data["link"] == f"{BASE}/taxonomy?analyst=offline"
 
 

@@ -151,7 +151,7 @@ def match_reference(rec: dict) -> tuple[str, str, str] | None:
             m = normalise(marked)
             for target in filter(None, (r, ref_marked and normalise(ref_marked))):
                 if tokens_equal(target.tokens, m.tokens):
-                    return ref, marked, _how(target, m)
+                    return ref, marked, _how(target, m) or "the words around the marked answer"
         if kind != "judge" and not ordered:
             ref_items, out_items = list_items(ref), list_items(out)
             if ref_items and ref_items == out_items:
@@ -251,13 +251,20 @@ def detect_reference_match(rec: dict) -> Finding | Look | None:
         return near_miss(rec)
     ref, quote, how = found
     metric = rec.get("main_metric") or "the metric"
-    reason = (f"the output's answer \"{shorten(quote, 60)}\" is the reference \"{shorten(ref, 60)}\" once normalised "
-              f"({how}); {metric} scored it as a failure")
+    if how:
+        reason = (f"the output's answer \"{shorten(quote, 60)}\" is the reference \"{shorten(ref, 60)}\" once "
+                  f"normalised ({how}); {metric} scored it as a failure")
+        summary = (f"The answer \"{shorten(quote, 60)}\" says what the reference \"{shorten(ref, 60)}\" says; they "
+                   f"differ only in {how}, so the failure is the scoring's, not the model's.")
+    else:  # the output is the reference's text as it stands: the metric read something else
+        reason = (f"the output \"{shorten(quote, 60)}\" is the reference \"{shorten(ref, 60)}\" as written; "
+                  f"{metric} scored it as a failure")
+        summary = (f"The output \"{shorten(quote, 60)}\" is the reference's own text, so the failure is the "
+                   f"scoring's, not the model's.")
     return Finding(
         "reference_match",
         "Matches the reference once normalised",
-        f"The answer \"{shorten(quote, 60)}\" says what the reference \"{shorten(ref, 60)}\" says; they differ only in "
-        f"{how}, so the failure is the scoring's, not the model's.",
+        summary,
         (Evidence(f"Says what the reference says (\"{shorten(ref, 60)}\")", quote if quote in output_of(rec) else None),),
         no_model_error=reason,
     )
