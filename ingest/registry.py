@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from . import files
-from .readers import custom, eee, helm, inspect_log, lmeval, oaieval, promptfoo
+from .readers import custom, eee, helm, inspect_log, lmeval, oaieval, promptfoo, whowhen
 from .errors import IngestError
 from .jsonio import parse_json, try_parse
 from .options import ReadOptions
@@ -43,6 +43,8 @@ READERS: tuple[Reader, ...] = (
            'JSONL whose first line is {"spec": {"eval_name": ...}}'),
     Reader("promptfoo", promptfoo.looks_like, promptfoo.read, promptfoo.count_runs,
            "a JSON object starting with evalId and holding results"),
+    Reader("who-when", whowhen.looks_like, whowhen.read, whowhen.count_runs,
+           "a JSON object with history and Who&When's mistake_agent, mistake_step or question_ID"),
     Reader("jsonl", partial(custom.looks_like, kind="jsonl"), partial(custom.read, kind="jsonl"), custom.count_runs,
            "a .jsonl/.ndjson file of predictions, one object per line"),
     Reader("csv", partial(custom.looks_like, kind="csv"), partial(custom.read, kind="csv"), custom.count_runs,
