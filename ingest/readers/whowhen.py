@@ -9,7 +9,8 @@ are one run (one system on one benchmark); each file is a prediction whose trans
 `history`, written as a string). The agent is the entry's `name` (CaptainAgent logs) or its
 `role` when that is not a chat role (Magentic-One logs: `Orchestrator (-> WebSurfer)`). An entry
 that reports a code execution (AutoGen's `exitcode: N (execution succeeded|failed)`) is a tool
-result, with an error when the exit code is not 0; every other entry is a message.
+result, with an error when the exit code is not 0; the executor's notice that a turn held no
+code to run is a system event; every other entry is a message.
 
 The verdict is the file's own `is_correct`. The log keeps no final answer apart from the
 conversation, so `output_text` is empty and `output_kind` says `transcript`. It names neither the
@@ -41,8 +42,10 @@ HEAD_BYTES = 64 * 1024
 # keys only Who&When files have, besides `history` (one of them suffices: labels are optional)
 _MARKERS = ('"mistake_agent"', '"mistake_step"', '"question_ID"')
 _CHAT_ROLES = {"user", "assistant", "system", "tool", "function", "human", "developer"}
-# AutoGen's report of a code execution (autogen/coding: "exitcode: 1 (execution failed)")
+# AutoGen's report of a code execution (autogen/coding: "exitcode: 1 (execution failed)"), and its
+# executor's notice when a turn holds no code to run
 _EXECUTION = re.compile(r"\A\s*exitcode:\s*(-?\d+)\s*\(execution (?:succeeded|failed)[^)]*\)")
+_NO_CODE = re.compile(r"\A\s*There is no code from the last \d+ messages? for me to execute")
 
 
 def is_log(path: Path) -> bool:
@@ -242,7 +245,10 @@ def _steps(log: Path, history: list, instance_id: str, trial: int, transcript: T
         agent = step_agent(entry)
         role = entry.get("role") if isinstance(entry.get("role"), str) else None
         m = _EXECUTION.match(text or "")
-        if m:
+        if _NO_CODE.match(text or ""):
+            transcript.add(instance_id, trial, "system event", where=where, text=text, agent=agent, role="environment",
+                           source_ref=f"history[{i}]")
+        elif m:
             error = None if m.group(1) == "0" else _execution_error(text)
             transcript.add(instance_id, trial, "tool result", where=where, text=text, agent=agent, role="tool",
                            error=error, source_ref=f"history[{i}]")
@@ -254,11 +260,16 @@ def _steps(log: Path, history: list, instance_id: str, trial: int, transcript: T
                            source_ref=f"history[{i}]")
 
 
+_EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)\b")
+
+
 def _execution_error(text: str) -> str:
-    """`exitcode: 1 (execution failed)` and the last line of what the run printed (the exception)."""
+    """`exitcode: 1 (execution failed)` and the exception it printed (its last line when it
+    printed none that looks like one)."""
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     head = lines[0]
-    last = lines[-1] if len(lines) > 1 else ""
+    raised = [line for line in lines[1:] if _EXCEPTION.match(line)]
+    last = raised[-1] if raised else (lines[-1] if len(lines) > 1 else "")
     return f"{head}: {last}" if last and last != head else head
 
 
