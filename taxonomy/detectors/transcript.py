@@ -13,6 +13,9 @@ that step.
 - a call of a tool that does not exist (not among the tools the log declares, or refused as
   unknown by the harness), never followed by a working call;
 - giving up: the run's last message says the agent cannot do the task;
+- invented data: an agent says it works on data it made up (a simulated, hypothetical, mock,
+  dummy, synthetic or placeholder dataset) — not a rule the issue names, added because agents do it
+  when their tools fail and say so in words a rule can read;
 - no final answer submitted: the harness recorded no answer where its format keeps one (readers
   mark logs that keep none apart from the transcript with `output_kind = 'transcript'`).
 
@@ -82,6 +85,11 @@ _ACKNOWLEDGED = re.compile(
     r"available|supported|accessible)|unable|couldn't|could not|did not work|didn't work|does not work|doesn't work|"
     r"went wrong|unsuccessful|undefined|not defined|no defined|missing|placeholder|(?:do|does|did)n't have|"
     r"(?:do|does|did) not have|need to (?:install|fix|define|replace|set|correct)|retry|try again)\b", re.I)
+# an agent's own words that its data is made up
+_INVENTED = re.compile(
+    r"\b(?:simulat(?:e|ed|es|ing)\s+(?:the\s+|some\s+|a\s+)?(?:data|dataset|results?|values|output|response|search|api)|"
+    r"(?:simulated|hypothetical|mock|dummy|fictional|fictitious|made-up|fabricated|placeholder|synthetic)\s+"
+    r"(?:data|dataset|values|numbers|results?|responses?|records|entries)|mock(?:ing)?\s+up)\b", re.I)
 _TERMINATION = re.compile(r"^\W*(?:terminate|exit|quit|done|stop|end)\W*$", re.I)
 
 
@@ -253,6 +261,16 @@ def detect_giving_up(steps: list[dict], rec: dict, declared: set[str] | None) ->
                     quote=quote)
 
 
+def detect_invented_data(steps: list[dict], rec: dict, declared: set[str] | None) -> StepFinding | None:
+    """The first agent message that says it works on made-up data."""
+    for s in steps:
+        if s["kind"] == "message" and is_agent_step(s) and (quote := _match(_INVENTED, s)):
+            return _finding(s, "invented_data", "Works on data it made up",
+                            f"At step {s['step_index']} the agent turned to made-up data (\"{quote}\") instead of the "
+                            "real data the task needs.", "Hallucination", "Works on the task's real data", quote=quote)
+    return None
+
+
 def detect_no_answer(steps: list[dict], rec: dict, declared: set[str] | None) -> StepFinding | None:
     """The harness recorded no final answer for a format that keeps one apart from the transcript."""
     if (rec.get("output_text") or "").strip() or rec.get("output_kind") is not None or rec.get("infra_error"):
@@ -274,6 +292,7 @@ DETECTORS: list[Callable[[list[dict], dict, set[str] | None], StepFinding | None
     detect_repetition,
     detect_limit,
     detect_giving_up,
+    detect_invented_data,
     detect_no_answer,
 ]
 
