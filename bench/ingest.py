@@ -3,6 +3,12 @@
     python bench/ingest.py                  # fixture suite + a generated 283-run, ~120 MB suite
     python bench/ingest.py --large          # ... + 1,000,000 generated predictions (minutes)
     python bench/ingest.py --large --predictions 2000000 --large-only   # peak memory and ratio at 2M
+    python bench/ingest.py --transcript     # ... + an agent transcript of --transcript-mb MB: peak memory
+
+Each suite is timed twice: in this process (ingest_paths against the reference function) and as a
+user runs it, start-up included (`python -m ingest SUITE` against `python -c` of the reference).
+The --transcript log is one Inspect sample whose model calls each repeat the conversation so far
+(how real .eval members reach hundreds of MB); the goal is peak memory under 1 GB.
 
 The reference does the least any HELM reader must do: json.load the same files of every run
 and insert one row per prediction with a single bulk insert. Both are timed in the same run,
@@ -57,6 +63,27 @@ def faultline_ingest(suite: Path, db: Path) -> int:
     from ingest import ingest_paths
 
     return ingest_paths([suite], db=db).predictions
+
+
+REFERENCE_CODE = (
+    "import sys, importlib.util as u; from pathlib import Path;"
+    "s = u.spec_from_file_location('bench_ingest', 'bench/ingest.py'); m = u.module_from_spec(s); s.loader.exec_module(m);"
+    "print(m.reference_ingest(Path(sys.argv[1]), Path(sys.argv[2])))"
+)
+
+
+def startup_pair(suite: Path, repeats: int) -> tuple[float, float]:
+    """Best wall time of `python -m ingest SUITE` and of the reference in a fresh interpreter,
+    alternating (start-up and imports included, as a user sees it)."""
+    best = [float("inf"), float("inf")]
+    for _ in range(repeats):
+        with tempfile.TemporaryDirectory() as tmp:
+            for i, cmd in enumerate(([sys.executable, "-m", "ingest", str(suite), "--db", f"{tmp}/ours.duckdb"],
+                                     [sys.executable, "-c", REFERENCE_CODE, str(suite), f"{tmp}/ref.duckdb"])):
+                t = time.perf_counter()
+                subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True)
+                best[i] = min(best[i], time.perf_counter() - t)
+    return best[0], best[1]
 
 
 def _cpu() -> float:
@@ -194,6 +221,53 @@ def child_peak(code: str, *args: str) -> tuple[float, float, float, str]:
     return elapsed, sum(hwm.values()) / 1024, sampled / 1024, out.strip().splitlines()[-1]
 
 
+def generate_transcript(dest: Path, target_mb: int, seed: int = 0) -> tuple[int, int]:
+    """An Inspect .eval whose one sample grows to about `target_mb` MB: turns of a model call
+    (its input the whole conversation so far, its raw request too) and a tool call with a few KB
+    of output kept as an attachment. Written as a stream; returns (turns, member bytes)."""
+    import zipfile
+
+    rng = random.Random(seed)
+    header = {"version": 2, "status": "success", "eval": {"task": "synthetic_agent", "model": "synthetic/agent-model",
+                                                          "task_id": "bench", "run_id": "bench"},
+              "results": {"total_samples": 1, "completed_samples": 1,
+                          "scores": [{"name": "match", "metrics": {"accuracy": {"value": 0.0}}}]}}
+    conversation = [{"role": "system", "content": "attachment://" + "0" * 32},
+                    {"role": "user", "content": "attachment://" + "1" * 32}]
+    attachments = {"0" * 32: "You are a synthetic agent in a benchmark.", "1" * 32: "Solve the synthetic task."}
+    written = turns = 0
+    with zipfile.ZipFile(dest, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
+        archive.writestr("header.json", json.dumps(header))
+        with archive.open("samples/1_epoch_1.json", "w", force_zip64=True) as out:
+            def put(text: str) -> None:
+                nonlocal written
+                raw = text.encode()
+                out.write(raw)
+                written += len(raw)
+
+            put('{"id": 1, "epoch": 1, "input": "Solve the synthetic task.", "target": "done", '
+                '"output": {"completion": "gave up", "choices": []}, "scores": {"match": {"value": "I"}}, "events": [')
+            while written < target_mb * 1_000_000:
+                call_id = f"call_{turns}"
+                assistant = {"role": "assistant", "content": f"Turn {turns}: trying something.",
+                             "tool_calls": [{"id": call_id, "function": "bash", "arguments": {"cmd": f"run step {turns}"}}]}
+                model = {"event": "model", "model": "synthetic/agent-model", "input": conversation,
+                         "output": {"choices": [{"message": assistant, "stop_reason": "tool_calls"}],
+                                    "usage": {"input_tokens": 50 * len(conversation), "output_tokens": 20}},
+                         "call": {"request": {"messages": conversation}}}
+                key = f"{turns:032x}"
+                attachments[key] = " ".join(rng.choices(LOREM, k=rng.randint(200, 600)))
+                tool = {"event": "tool", "id": call_id, "function": "bash", "arguments": {"cmd": f"run step {turns}"},
+                        "result": f"attachment://{key}"}
+                put(("," if turns else "") + json.dumps(model) + "," + json.dumps(tool))
+                conversation = [*conversation, {"role": "assistant", "content": assistant["content"],
+                                                "tool_calls": assistant["tool_calls"]},
+                                {"role": "tool", "tool_call_id": call_id, "content": f"attachment://{key}"}]
+                turns += 1
+            put('], "attachments": ' + json.dumps(attachments) + "}")
+    return turns, written
+
+
 def _suite(name: str, n_runs: int, per_run: int) -> tuple[Path, float]:
     suite = ROOT / "bench" / "out" / name
     if not suite.exists():
@@ -218,17 +292,27 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--large-only", action="store_true", help="with --large: skip the small suites")
     ap.add_argument("--keep-suite", action="store_true", help="keep the generated --large suite in bench/out (default: delete it)")
+    ap.add_argument("--transcript", action="store_true", help="also an agent transcript of --transcript-mb MB: peak memory")
+    ap.add_argument("--transcript-mb", type=int, default=300)
+    ap.add_argument("--transcript-only", action="store_true", help="only the --transcript measurement")
     ap.add_argument("--no-reference", action="store_true",
                     help="with --large: time only Faultline (the reference holds every prediction in memory: "
                          "about 2.2 GB per million, past a 24 GB machine at 10,000,000)")
     args = ap.parse_args()
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+    if args.transcript or args.transcript_only:
+        _transcript(args.transcript_mb)
+        if args.transcript_only:
+            return
     if not (args.large and args.large_only):
         if FIXTURE_SUITE.is_dir():
             _print_pair("fixture suite mmlu-v1", args.repeats, *timed_pair(FIXTURE_SUITE, args.repeats))
         suite, size_mb = _suite("synthetic_helm_283_runs", 283, 200)
         _print_pair(f"generated HELM suite: 283 runs, {size_mb:,.0f} MB of JSON", args.repeats, *timed_pair(suite, args.repeats))
+        ours, ref = startup_pair(suite, args.repeats)
+        print(f"  start-up included (python -m ingest vs python -c reference, best of {args.repeats}): "
+              f"{ours:.3f} s vs {ref:.3f} s = {ours / ref:.2f}x   (goal: at most 1.5x)")
     if not args.large:
         return
 
@@ -258,6 +342,22 @@ def main() -> None:
         print(f"  wall-time ratio faultline / reference: {o_t / r_t:.2f}x")
     if not args.keep_suite:
         shutil.rmtree(suite)  # several GB at millions of predictions
+
+
+def _transcript(target_mb: int) -> None:
+    out = ROOT / "bench" / "out"
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out) as tmp:
+        log = Path(tmp) / "transcript.eval"
+        t = time.perf_counter()
+        turns, size = generate_transcript(log, target_mb)
+        print(f"generated {log.name}: one sample of {size / 1e6:,.0f} MB ({log.stat().st_size / 1e6:,.0f} MB zipped), "
+              f"{turns:,} turns, in {time.perf_counter() - t:.0f} s")
+        code = ("import sys; from ingest import ingest_paths;"
+                "s = ingest_paths([sys.argv[1]], db=sys.argv[2]); print(s.steps)")
+        wall, peak, rss, steps = child_peak(code, str(log), str(Path(tmp) / "t.duckdb"))
+    print(f"  faultline: {wall:6.1f} s, {int(steps):,} steps, peak memory {peak:,.0f} MB ({rss:,.0f} MB sampled)"
+          f"   (goal: under 1,024 MB)")
 
 
 if __name__ == "__main__":

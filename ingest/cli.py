@@ -32,7 +32,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", help="model name for every run read (custom files without a model column)")
     p.add_argument(
         "--map", action="append", default=[], metavar="FIELD=COLUMN",
-        help="custom files: read FIELD from COLUMN (fields: model, instance_id, input, output, reference, score, correct, dataset, domain, split)",
+        help="custom files: read FIELD from COLUMN (fields: model, instance_id, input, output, reference, score, correct, "
+             "dataset, domain, split; an agent's transcript: messages, OpenAI-style, with tool_calls and name; the "
+             "evidence a judge's table holds: prompt, instructions, judge_explanation, finish_reason)",
     )
     p.add_argument(
         "--pass-threshold", action="append", default=[], metavar="[DATASET=]X",
@@ -49,6 +51,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--only-under", action="append", default=[], metavar="DIR",
         help="read only files and folders whose resolved path (symbolic links followed) lies under DIR "
              "(repeatable); others are refused or skipped and named. The app passes its data roots",
+    )
+    p.add_argument(
+        "--verdicts", action="append", default=[], metavar="FILE",
+        help="agent logs that carry no verdict (SWE-agent trajectories, OpenHands output without a SWE-bench report, "
+             "ATIF without Harbor's result.json): the harness's verdicts from FILE, a SWE-bench report (resolved_ids, "
+             "unresolved_ids, ...), per-instance report.json, or a list of resolved instance ids (repeatable)",
     )
     p.add_argument(
         "--strict", action="store_true",
@@ -158,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
             model=args.model,
             column_map=_column_map(args.map),
             only_under=tuple(args.only_under),
+            verdicts=tuple(args.verdicts),
         )
         summary = ingest_paths(args.paths, db=args.db, fmt=args.format, options=options, progress=True)
     except FaultlineError as exc:

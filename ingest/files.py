@@ -150,9 +150,35 @@ def open_text(path: Path, limits: Limits | None = None, encoding: str = "utf-8",
     return open(fd, encoding=encoding, newline=newline)
 
 
+# Heads read while a command recognises its inputs (ingest/walk.py `scanning`): each file is opened
+# once however many readers look at it. path -> (bytes, whether they are the whole file)
+_heads: dict[str, tuple[bytes, bool]] | None = None
+HEAD_READ = 64 * 1024
+
+
+def remember_heads(on: bool) -> None:
+    global _heads
+    _heads = {} if on else None
+
+
 def head(path: Path, size: int) -> bytes | None:
     """Up to `size` first bytes of a regular file, for recognising its format; None when it is
     not one or cannot be read (a FIFO is never waited on)."""
+    if _heads is None:
+        return _head(path, size)
+    key = str(path)
+    known = _heads.get(key)
+    if known is not None and (known[1] or len(known[0]) >= size):
+        return known[0][:size]
+    want = max(size, HEAD_READ)
+    raw = _head(path, want)
+    if raw is None:
+        return None
+    _heads[key] = (raw, len(raw) < want)
+    return raw[:size]
+
+
+def _head(path: Path, size: int) -> bytes | None:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except (OSError, ValueError):

@@ -102,6 +102,12 @@ class ArchiveReader:
                 chunks.append(chunk)
         return b"".join(chunks)
 
+    def stream(self, name: str) -> "_CountedStream":
+        """An entry to read incrementally (a sample member too large to hold whole): its bytes
+        count towards the archive's cap as they are inflated; the entry cap, which exists to
+        bound what is held in memory, does not apply."""
+        return _CountedStream(self, self.archive.open(self.archive.getinfo(name)))
+
     def _check_entry(self, name: str, size: int) -> None:
         if size > self.limits.entry_bytes:
             self._too_big(f"{name} expands to at least {human(size)}", self.limits.entry_bytes, "entry_bytes")
@@ -111,3 +117,29 @@ class ArchiveReader:
             f"{self.path}: refused: {what}, over the {human(cap)} limit "
             f"(a zip bomb, or raise {ENV[field]})"
         )
+
+
+class _CountedStream:
+    """A binary stream over one archive entry that counts what it inflates against the archive's cap."""
+
+    def __init__(self, reader: ArchiveReader, raw) -> None:
+        self.reader, self.raw = reader, raw
+
+    def read(self, n: int = -1) -> bytes:
+        if n == 0:  # a reader probing whether the stream gives bytes or text
+            return b""
+        chunk = self.raw.read(n if n > 0 else _CHUNK)
+        self.reader.total += len(chunk)
+        if self.reader.total > self.reader.limits.archive_bytes:
+            self.reader._too_big(f"expands to at least {human(self.reader.total)}", self.reader.limits.archive_bytes,
+                                 "archive_bytes")
+        return chunk
+
+    def close(self) -> None:
+        self.raw.close()
+
+    def __enter__(self) -> "_CountedStream":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

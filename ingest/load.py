@@ -39,6 +39,7 @@ from .options import ReadOptions
 from .records import ParsedRun, Skipped
 from .registry import Reader, by_name, choose
 from .report import RunNote, details, resolve_pending, skipped_files
+from .walk import scanning, total_size
 
 # Below this much log data a process pool costs more (start-up, imports, pickling) than it saves:
 # a 120 MB HELM suite parses in 2-3 s of CPU, and starting spawned workers costs about a second.
@@ -147,7 +148,7 @@ def _read_staged(reader: Reader, path: Path, options: ReadOptions) -> Iterator[_
     """Parse and stage an input's runs, on every core when the input is large enough to pay."""
     parts = reader.parts(path) if reader.parts else []
     workers = min(len(parts), os.cpu_count() or 1)
-    if workers < 2 or _size(path) < parallel_min_bytes():
+    if workers < 2 or total_size(path) < parallel_min_bytes():
         for parsed in reader.read(path, options):
             yield _stage(parsed, options)
         return
@@ -167,12 +168,6 @@ def _read_staged(reader: Reader, path: Path, options: ReadOptions) -> Iterator[_
         finally:
             for future in running:
                 future.cancel()
-
-
-def _size(path: Path) -> int:
-    if path.is_file():
-        return path.stat().st_size
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
 @dataclass
@@ -354,7 +349,7 @@ def ingest_paths(
     summary = IngestSummary(db=writable_db_path(db))
     runs = _Runs()
     with RunStaging(summary.db, chunk_bytes()) as staging:
-        with _parsing(progress) as bar, _confined(options.only_under):
+        with _parsing(progress) as bar, _confined(options.only_under), scanning():
             for raw in paths:
                 for item in _read_input(Path(raw), fmt, options, bar, summary):
                     if runs.keep(item) and staging.add(item.run):

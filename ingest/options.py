@@ -19,3 +19,5 @@ class ReadOptions:
     part_of_folder: bool = False
     # read only files whose resolved path lies under one of these folders (empty: anywhere)
     only_under: tuple[str, ...] = ()
+    # files holding the harness's verdicts for agent logs that carry none (a SWE-bench report)
+    verdicts: tuple[str, ...] = ()

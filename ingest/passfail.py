@@ -495,6 +495,10 @@ def agreement(
     if not scores:
         if n_errored and n_errored >= n_logged:
             out["harness_note"] = f"not compared: every prediction errored ({n_errored}){remark}"
+        elif aggregate.n is not None and aggregate.n > n_logged:
+            # a log holding part of what its aggregate counts, none of it scored: nothing to compare
+            out["harness_note"] = (f"not compared: the log holds {n_logged} of the {aggregate.n} samples its aggregate "
+                                   f"counts, none of them scored ({aggregate.metric}, {value:.6g}){remark}")
         else:
             out["harness_agrees"] = False
             out["harness_note"] = f"differs: no scored sample here, the log's aggregate is {value:.6g}{remark}"

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from . import files
-from .readers import custom, eee, helm, inspect_log, lmeval, oaieval, promptfoo, whowhen
+from .readers import atif, custom, eee, helm, inspect_log, lmeval, oaieval, openhands, promptfoo, swe_agent, tau_bench, who_when
 from .errors import IngestError
 from .jsonio import parse_json, try_parse
 from .options import ReadOptions
@@ -43,8 +43,16 @@ READERS: tuple[Reader, ...] = (
            'JSONL whose first line is {"spec": {"eval_name": ...}}'),
     Reader("promptfoo", promptfoo.looks_like, promptfoo.read, promptfoo.count_runs,
            "a JSON object starting with evalId and holding results"),
-    Reader("who-when", whowhen.looks_like, whowhen.read, whowhen.count_runs,
-           "a JSON object with history and Who&When's mistake_agent, mistake_step or question_ID"),
+    Reader("swe-agent", swe_agent.looks_like, swe_agent.read, swe_agent.count_runs,
+           "SWE-agent trajectories (.traj)"),
+    Reader("openhands", openhands.looks_like, openhands.read, openhands.count_runs,
+           "OpenHands output .jsonl whose lines have instance_id and history"),
+    Reader("tau-bench", tau_bench.looks_like, tau_bench.read, tau_bench.count_runs,
+           "tau-bench results: a JSON array of {task_id, reward, traj, trial}"),
+    Reader("atif", atif.looks_like, atif.read, atif.count_runs,
+           'an ATIF trajectory (.json with schema_version "ATIF-v…" and steps)'),
+    Reader("who-when", who_when.looks_like, who_when.read, who_when.count_runs,
+           "Who&When logs: .json with history and mistake_agent"),
     Reader("jsonl", partial(custom.looks_like, kind="jsonl"), partial(custom.read, kind="jsonl"), custom.count_runs,
            "a .jsonl/.ndjson file of predictions, one object per line"),
     Reader("csv", partial(custom.looks_like, kind="csv"), partial(custom.read, kind="csv"), custom.count_runs,

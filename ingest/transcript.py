@@ -95,10 +95,11 @@ class Transcript:
 
     def add(self, instance_id: str, trial: int, kind: str, *, where: object, text: Any = None,
             arguments: Any = None, started_at: Any = None, input_tokens: Any = None, output_tokens: Any = None,
-            seconds: Any = None, depth: int = 0, **fields: Any) -> int:
+            seconds: Any = None, depth: int = 0, full_chars: int | None = None, **fields: Any) -> int:
         """Add one step; return its index. `where` names the place in the log for error messages.
         `arguments`: a tool call's arguments (a mapping, or JSON text as the model wrote it); other
-        `fields` are StepRecord's text fields (agent, role, tool_name, ...)."""
+        `fields` are StepRecord's text fields (agent, role, tool_name, ...). `full_chars`: the
+        text's full length when the reader already cut it."""
         if kind not in STEP_KINDS:
             raise ValueError(f"unknown step kind {kind!r}")
         key = (instance_id, trial)
@@ -120,9 +121,10 @@ class Transcript:
             row["tool_arguments"] = None
         if text is not None and not isinstance(text, str):
             raise IngestError(f"{where}: expected text, found {type(text).__name__}")
-        row["text_chars"] = len(text) if text else 0
+        row["text_chars"] = max(len(text) if text else 0, full_chars or 0)
         if text is not None and len(text) > self.cap:
             text = text[: self.cap]
+        if row["text_chars"] > len(text or ""):
             self.n_cut += 1
         row["text"] = text
         row["input_tokens"] = count(input_tokens)

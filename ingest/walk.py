@@ -11,6 +11,7 @@ others, so that the summary names them.
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -44,10 +45,58 @@ def _unreadable(exc: OSError) -> None:
     raise IngestError(f"{exc.filename}: cannot read this folder: {exc.strerror or exc}")
 
 
+# While a command reads its inputs (`scanning`), each folder is walked once: format detection, run
+# discovery, the readers and the list of skipped files all read the same listing.
+_listings: dict | None = None
+
+
+@contextmanager
+def scanning():
+    """Walk each folder once for the duration of the block (and read each file's head once)."""
+    global _listings
+    outer = _listings
+    if outer is None:
+        _listings = {}
+        _files.remember_heads(True)
+    try:
+        yield
+    finally:
+        if outer is None:
+            _listings = None
+            _files.remember_heads(False)
+
+
 def _folders(path: Path, refused: list[Path] | None = None) -> Iterator[tuple[Path, list[str]]]:
     """(folder, its file names) at any depth below `path`, in a stable order, skipping tool
     folders; a HELM run folder is a leaf (its subfolders are never logs of their own).
     Folders outside the data roots are not entered; `refused` collects them."""
+    if _listings is None:
+        return _walk(path, refused)
+    key = (str(path), _files.roots())
+    if key not in _listings:
+        found: list[Path] = []
+        _listings[key] = (list(_walk(path, found)), found)
+    listing, outside = _listings[key]
+    if refused is not None:
+        refused.extend(outside)
+    return iter(listing)
+
+
+def total_size(path: Path) -> int:
+    """Bytes of the regular files a folder search reads below `path` (or of `path` itself)."""
+    if path.is_file():
+        return path.stat().st_size
+    total = 0
+    for here, names in _folders(path):
+        for name in names:
+            try:
+                total += os.stat(here / name).st_size
+            except OSError:
+                pass
+    return total
+
+
+def _walk(path: Path, refused: list[Path] | None = None) -> Iterator[tuple[Path, list[str]]]:
     seen: set[tuple[int, int]] = set()
     if not _enterable(path, seen):
         return

@@ -38,6 +38,23 @@ def transcript_lengths(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str] | 
     return {(r[0], r[1], r[2]): r[3] for r in rows}
 
 
+def run_formats(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> dict[str, str]:
+    """run_id → the format of the log it was read from (runs.source_format)."""
+    return dict(con.execute("SELECT run_id, source_format FROM runs WHERE run_id IN (SELECT unnest(?::VARCHAR[]))",
+                            [list(run_ids)]).fetchall())
+
+
+def runs_from(con: duckdb.DuckDBPyConnection, source_format: str, source_paths: Sequence[str]) -> dict[str, list[str]]:
+    """source_path → the run_ids ingested from it in that format (one per model it was named as)."""
+    rows = con.execute(
+        "SELECT source_path, run_id FROM runs WHERE source_format = ? AND source_path IN (SELECT unnest(?::VARCHAR[])) "
+        "ORDER BY source_path, run_id", [source_format, list(source_paths)]).fetchall()
+    out: dict[str, list[str]] = {}
+    for path, run_id in rows:
+        out.setdefault(path, []).append(run_id)
+    return out
+
+
 def transcript_steps(con: duckdb.DuckDBPyConnection, run_id: str, instance_id: str, trial: int = 0) -> list[dict]:
     """Every step of one prediction's transcript, in order, as dicts of STEP_COLUMNS."""
     n = con.execute("SELECT count(*) FROM transcript_steps WHERE run_id = ? AND instance_id = ? AND train_trial_index = ?",

@@ -85,7 +85,7 @@ def transcript_size(con: duckdb.DuckDBPyConnection, run_id: str, instance_id: st
     """How many steps the prediction's transcript has (0: none stored)."""
     return con.execute(
         "SELECT count(*) FROM transcript_steps WHERE run_id = ? AND instance_id = ? AND train_trial_index = ?",
-        [run_id, instance_id, trial]).fetchone()[0]
+        [run_id, instance_id, trial]).fetchall()[0][0]
 
 
 def transcript_page(con: duckdb.DuckDBPyConnection, run_id: str, instance_id: str, trial: int = 0,

@@ -6,6 +6,12 @@ that follows it), or a message that is answered by a tool result carrying no cal
 code execution: an agent writes code in a message and an executor runs it. Its *signature* is the
 tool and its arguments (canonical JSON when they parse), or the code blocks of the message, or the
 message itself when it has none.
+
+`as_read` reads what a log keeps as plain messages the way AutoGen means them (Who&When, custom
+`messages` columns of AutoGen group chats): an executor's `exitcode: N (execution
+succeeded|failed)` report is a tool result (with an error, the exception it printed, when N is
+not 0), and its notice that a turn held no code is a system event. Step numbers and texts stay the
+stored ones, so every index and quote still resolves to a stored step.
 """
 
 from __future__ import annotations
@@ -62,10 +68,36 @@ def agents_of(steps: list[dict]) -> list[str]:
 
 
 def is_agent_step(step: dict) -> bool:
-    """A step an agent took (a message or a tool call by a model), not a tool's result, an error
-    or a system event."""
-    return step.get("kind") in ("message", "tool call") and step.get("role") not in ("tool", "user", "system",
-                                                                                      "environment")
+    """A step an agent took (a message or a tool call by a model), not a tool's result, an error,
+    a system event or a person's message. In a multi-agent chat a named agent's message may be
+    logged with the role its peers received it in (`user`): it is still the agent's."""
+    if step.get("kind") not in ("message", "tool call"):
+        return False
+    role = step.get("role")
+    return role in (None, "assistant") or (role == "user" and bool(step.get("agent")))
+
+
+_EXECUTION = re.compile(r"\A\s*exitcode:\s*(-?\d+)\s*\(execution (?:succeeded|failed)[^)]*\)")
+_NO_CODE = re.compile(r"\A\s*There is no code from the last \d+ messages? for me to execute")
+_EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)\b.*$", re.M)
+
+
+def as_read(steps: list[dict]) -> list[dict]:
+    """The steps with AutoGen's execution reports read as tool results and its no-code notices as
+    system events (see the module docstring); other steps as stored."""
+    out = []
+    for s in steps:
+        text = s.get("text") or ""
+        if s.get("kind") == "message" and (m := _EXECUTION.match(text)):
+            error = s.get("error")
+            if error is None and m.group(1) != "0":
+                raised = _EXCEPTION.findall(text)
+                error = raised[-1].strip() if raised else m.group(0).strip()
+            s = {**s, "kind": "tool result", "role": "tool", "error": error}
+        elif s.get("kind") == "message" and _NO_CODE.match(text):
+            s = {**s, "kind": "system event", "role": "environment"}
+        out.append(s)
+    return out
 
 
 @dataclass(frozen=True)

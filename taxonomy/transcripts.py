@@ -20,7 +20,7 @@ from typing import Callable
 
 from store import write_session
 from store.analysis import NO_MODEL_ERROR, Batch, cached_for_prompt, cut_off_answers, save_batch
-from store.first_errors import transcript_steps
+from store.first_errors import run_formats, transcript_steps
 
 from .catalog import AGENT_VERSION, HARD, Taxonomy
 from .context import context_budget
@@ -96,8 +96,10 @@ def analyse_offline(path, transcripts: list[dict], counts: TranscriptCounts) -> 
     """The detectors on each failed transcript; rows saved a chunk at a time."""
     for chunk in _chunks(transcripts):
         with write_session(path) as con:
+            formats = run_formats(con, sorted({f["run_id"] for f in chunk}))
             loaded = [(f, transcript_steps(con, f["run_id"], f["instance_id"], f["train_trial_index"])) for f in chunk]
-        batch = Batch(analyses=[_offline_row(f, steps, counts) for f, steps in loaded])
+        batch = Batch(analyses=[_offline_row({**f, "source_format": formats.get(f["run_id"])}, steps, counts)
+                                for f, steps in loaded])
         with write_session(path) as con:
             save_batch(con, batch)
         counts.analysed += len(chunk)

@@ -125,14 +125,24 @@ def test_a_run_without_any_verdict_round_trips_unscored(tmp_path):
     assert q(back, "SELECT harness_value FROM runs") == [(None,)]
 
 
+# What a plain `python -m ingest` of each shared fixture folder stores (runs, predictions): every
+# log its readers can read without flags (agents: the Inspect CTF and tool-error logs and the
+# OpenHands output; the rest name no model and are skipped and named).
+FIXTURE_FOLDERS = {"agents": (3, 18), "every-eval-ever": (4, 26), "helm": (59, 1625), "inspect": (9, 36),
+                   "lm-eval": (6, 995), "openai-evals": (2, 305), "promptfoo": (2, 4)}
+
+
 def test_every_fixture_format_round_trips(tmp_path):
-    """HELM, lm-eval, Inspect, EEE, OpenAI evals and promptfoo outcomes all survive the trip."""
+    """HELM, lm-eval, Inspect, EEE, OpenAI evals, promptfoo and agent outcomes all survive the trip."""
+    folders = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
+    assert folders == sorted(FIXTURE_FOLDERS), "a fixture folder came or went: give its exact counts above"
     source, back = tmp_path / "s.duckdb", tmp_path / "b.duckdb"
     ingest_paths([FIXTURES], db=source)
     summary = export_eee(tmp_path / "out", db=source)
     ingest_paths([tmp_path / "out"], db=back)
     columns = f"{OUTCOME_COLUMNS}, train_trial_index, infra_error"
     original = q(source, f"SELECT {columns} FROM outcomes ORDER BY ALL")
-    assert (summary.runs, summary.predictions) == (82, len(original)) == (82, 2991)
+    runs, predictions = (sum(n[i] for n in FIXTURE_FOLDERS.values()) for i in (0, 1))
+    assert (summary.runs, summary.predictions) == (runs, len(original)) == (85, 3009)
     assert q(back, f"SELECT {columns} FROM outcomes ORDER BY ALL") == original
-    assert _validate_tree(tmp_path / "out") == 2991
+    assert _validate_tree(tmp_path / "out") == predictions

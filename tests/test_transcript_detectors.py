@@ -44,7 +44,7 @@ def say(text, agent="solver"):
 
 
 TASK = {"kind": "message", "text": "Find the flag in /challenge.", "role": "user"}
-ANSWERED = {"output_text": "picoCTF{wrong}", "output_kind": None}
+ANSWERED = {"output_text": "picoCTF{wrong}", "source_format": "inspect"}
 
 
 def found(steps, rec=ANSWERED, declared=None):
@@ -167,11 +167,13 @@ def test_giving_up_in_the_last_message_only():
     assert found(went_on) is None
 
 
-def test_no_final_answer_only_where_the_format_keeps_one():
+def test_no_final_answer_only_where_the_format_keeps_one_apart():
     steps = steps_of(TASK, say("Let me look."), call("bash", {"cmd": "ls"}, "c1"), result("bash", "a b", "c1"))
-    f = found(steps, {"output_text": None, "output_kind": None})
-    assert (f.detector, f.step_index, f.category) == ("no_answer", 2, "Premature Termination")
-    assert found(steps, {"output_text": None, "output_kind": "transcript"}) is None
+    for fmt in ("inspect", "swe-agent"):
+        f = found(steps, {"output_text": None, "source_format": fmt})
+        assert (f.detector, f.step_index, f.category) == ("no_answer", 2, "Premature Termination")
+    # readers of other formats take the last message as the answer: an empty one proves nothing
+    assert found(steps, {"output_text": None, "source_format": "tau-bench"}) is None
     assert found(steps, ANSWERED) is None
 
 
@@ -220,7 +222,7 @@ def test_offline_detectors_on_who_and_when_algorithm_generated(tmp_path):
     Who&When's 126 algorithm-generated failures, and how often it is the people's (±1) or names
     their agent."""
     db = tmp_path / "ww.duckdb"
-    for cmd in (("ingest", WHO_WHEN, "--db", db), ("taxonomy", "labels", WHO_WHEN, "--db", db),
+    for cmd in (("ingest", WHO_WHEN, "--db", db, "--model", "captain-agent"), ("taxonomy", "labels", WHO_WHEN, "--db", db),
                 ("taxonomy", "analyze", "--analyst", "offline", "--db", db)):
         done = run_module(*cmd)
         assert done.returncode == 0, done.stderr
@@ -237,3 +239,20 @@ def test_offline_detectors_on_who_and_when_algorithm_generated(tmp_path):
     by_detector = dict(q(db, """SELECT split_part(json_extract_string(required_criteria, '$[0].comment'), ',', 1), count(*)
                                 FROM analyses WHERE step_index IS NOT NULL GROUP BY 1"""))
     assert by_detector == {"offline transcript detector invented_data": 8, "offline transcript detector gives_up": 3}
+
+
+def test_autogen_execution_reports_kept_as_messages_are_read_as_tool_results():
+    """The Who&When reader keeps every history entry a message (roles as AutoGen logs them); the
+    analyst reads the executor's reports as tool results and its notices as system events."""
+    code = {"kind": "message", "agent": "Coder", "role": "user", "text": "```python\nprint(open('a.csv').read())\n```"}
+    failed = {"kind": "message", "agent": "Computer_terminal", "role": "user",
+              "text": "exitcode: 1 (execution failed)\nCode output: Traceback (most recent call last):\n"
+                      "  File \"x.py\", line 1, in <module>\nFileNotFoundError: [Errno 2] No such file: 'a.csv'"}
+    notice = {"kind": "message", "agent": "Computer_terminal", "role": "user",
+              "text": "There is no code from the last 1 message for me to execute. Group chat manager should let other "
+                      "participants to continue the conversation."}
+    steps = steps_of(TASK, code, failed, {"kind": "message", "agent": "Checker", "role": "user",
+                                          "text": "The table has 12 rows, so the answer is 12."}, notice)
+    f = found(steps)
+    assert (f.detector, f.step_index, f.agent, f.category) == ("tool_error_ignored", 3, "Checker", "Tool Error Ignored")
+    assert "FileNotFoundError: [Errno 2] No such file: 'a.csv'" in f.summary

@@ -20,11 +20,15 @@ from ..limits import ArchiveReader, Limits, human
 from ..options import ReadOptions
 from ..names import canonical_dataset, question_hash
 from ..passfail import is_finite, make_rule
-from ..records import InstanceRecord, ParsedRun, PredictionRecord, Reference, RunRecord
+from ..evidence import common
+from ..records import InstanceRecord, JudgeNote, ParsedRun, PredictionRecord, Reference, RunRecord
+from ..transcript import Transcript
+from .chat import add_messages
 
 # how a run whose file has a correct column is judged
 CORRECT_COLUMN = {"lower_is_better": False, "scale_source": "binary", "verdict_rule": "the file's correct column (true passes, false fails)"}
-FIELDS = ("model", "instance_id", "input", "output", "reference", "score", "correct", "dataset", "domain", "split")
+FIELDS = ("model", "instance_id", "input", "output", "reference", "score", "correct", "dataset", "domain", "split",
+          "messages", "prompt", "instructions", "judge_explanation", "finish_reason")
 REQUIRED = ("instance_id", "output")
 SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "csv", ".parquet": "parquet", ".xlsx": "xlsx"}
 
@@ -45,6 +49,29 @@ class CustomRow(BaseModel):
     dataset: str | None = None
     domain: str | None = None
     split: str | None = None
+    # an agent's transcript: OpenAI-style messages (JSON text in a CSV cell), `name` the agent
+    messages: list | None = None
+    # the evidence a judge's table holds beside the verdict
+    prompt: str | None = None
+    instructions: str | None = None
+    judge_explanation: str | None = None
+    finish_reason: str | None = None
+
+    @field_validator("messages", mode="before")
+    @classmethod
+    def _messages(cls, v: Any) -> Any:
+        if v is None or v == "":
+            return None
+        if isinstance(v, str):
+            try:
+                v = json.loads(v)
+            except ValueError:
+                raise ValueError("is not a JSON list of messages") from None
+        if hasattr(v, "tolist"):  # a Parquet list column read as an array
+            v = v.tolist()
+        if not isinstance(v, list):
+            raise ValueError(f"expected a list of messages, found {type(v).__name__}")
+        return v
 
     @field_validator("instance_id", mode="before")
     @classmethod
@@ -87,7 +114,8 @@ class CustomRow(BaseModel):
             return v.strip().lower() in _TRUE
         raise ValueError(f"{v!r} is not true/false")
 
-    @field_validator("model", "dataset", "domain", "split", "input", "output", mode="before")
+    @field_validator("model", "dataset", "domain", "split", "input", "output", "prompt", "instructions",
+                     "judge_explanation", "finish_reason", mode="before")
     @classmethod
     def _strings(cls, v: Any) -> Any:
         if v is None or isinstance(v, str):
@@ -281,6 +309,7 @@ def _build_run(path, kind, model, dataset, domain, rows, content_hash, options) 
     # a correct column is the verdict itself; a score column is judged on the scale the user gives
     rule = None if uses_correct else make_rule("score", "score column", override, lower_is_better=False)
     n_nonfinite = sum(1 for _, r in rows if r.score is not None and not is_finite(r.score))
+    instructions = common(r.instructions for _, r in rows)
     instances = [
         InstanceRecord(
             instance_id=r.instance_id,
@@ -289,9 +318,16 @@ def _build_run(path, kind, model, dataset, domain, rows, content_hash, options) 
             input_text=r.input,
             refs=[Reference(text=t, correct=True) for t in r.reference or []],
             question_hash=question_hash(r.input),
+            # instructions that differ from row to row belong to each row's prompt
+            prompt_text=r.prompt if r.prompt or instructions or not r.instructions else r.instructions,
         )
         for _, r in rows
     ]
+    transcript = Transcript()
+    column = options.column_map.get("messages", "messages")
+    for lineno, r in rows:
+        if r.messages is not None:
+            add_messages(transcript, r.instance_id, 0, r.messages, f"{path}:{lineno}: column {column!r}", ref=column)
     predictions = []
     for _, r in rows:
         score = r.score if is_finite(r.score) else None
@@ -301,6 +337,8 @@ def _build_run(path, kind, model, dataset, domain, rows, content_hash, options) 
             metrics={"score": score} if score is not None else {},
             score=score if score is not None else (float(r.correct) if r.correct is not None else None),
             is_correct=r.correct if r.correct is not None else rule.judge(score) if rule else None,
+            judge_notes=[JudgeNote(explanation=r.judge_explanation)] if r.judge_explanation else None,
+            finish_reason=r.finish_reason,
         ))
     run = RunRecord(
         run_id=hashlib.sha1(f"custom|{path.resolve()}|{model}|{dataset}|{domain}".encode()).hexdigest()[:16],
@@ -317,6 +355,8 @@ def _build_run(path, kind, model, dataset, domain, rows, content_hash, options) 
         **(rule.run_fields() if rule else CORRECT_COLUMN),
         main_split=next(iter(splits)) if len(splits := {r.split for _, r in rows}) == 1 else None,
         settings={"harness": kind},
+        instructions=instructions,
     )
-    return ParsedRun(run=run, instances=instances, predictions=predictions, n_nonfinite=n_nonfinite, rule=rule)
+    return ParsedRun(run=run, instances=instances, predictions=predictions, n_nonfinite=n_nonfinite, rule=rule,
+                     steps=transcript if len(transcript) else None)
 

@@ -36,6 +36,9 @@ from ..names import canonical_dataset, question_hash
 from ..options import ReadOptions
 from ..passfail import HarnessAggregate, PassRule, Scale, agreement, is_finite, make_rule
 from ..records import InstanceRecord, JudgeNote, ParsedRun, PredictionRecord, Reference, RunRecord
+from ..transcript import Transcript
+from .inspect_steps import ignored_note, sample_steps
+from .inspect_stream import STREAM_MEMBER_BYTES, stream_sample
 from ..walk import matching_files
 
 FORMAT = "inspect"
@@ -78,8 +81,10 @@ def read(path: Path, options: ReadOptions) -> Iterator[ParsedRun]:
 @dataclass(frozen=True)
 class _Log:
     header: dict
-    samples: list[tuple[str, dict]]  # (where, sample) for error messages
+    samples: list[tuple[str, dict]]  # (where, sample) for error messages; events and attachments left out
     content_hash: str
+    steps: Transcript | None = None  # the samples' transcripts
+    ignored: set[str] | None = None  # event types not read as steps
 
 
 @dataclass(frozen=True)
@@ -102,9 +107,11 @@ def read_log(path: Path, options: ReadOptions) -> ParsedRun:
     instances, predictions = _instances_and_predictions(log, task)
     rule, predictions, n_nonfinite = _scores(log, task, predictions)
     run = _verdict(path, log, task, predictions, rule)
+    if note := ignored_note(str(path), log.ignored or ()):
+        notes.append(note)
     return ParsedRun(
         run=run, instances=instances, predictions=predictions, n_nonfinite=n_nonfinite, rule=rule,
-        notes=notes,
+        notes=notes, steps=log.steps if log.steps is not None and len(log.steps) else None,
     )
 
 
@@ -314,6 +321,8 @@ def _header_aggregate(header: dict, scorer: str) -> HarnessAggregate | None:
 
 def _read_eval_zip(path: Path, limits: Limits) -> _Log:
     hasher = hashlib.sha256()
+    transcript = Transcript()
+    ignored: set[str] = set()
     try:
         with os.fdopen(files.open_regular(path, limits), "rb") as handle, zipfile.ZipFile(handle) as archive:
             names = archive.namelist()
@@ -322,20 +331,81 @@ def _read_eval_zip(path: Path, limits: Limits) -> _Log:
             if header_name not in names:
                 raise IngestError(f"{path}: not an Inspect log: no header.json in the archive")
             sample_names = sorted((n for n in names if SAMPLE_NAME.match(n)), key=_sample_order)
+            streamed = {n for n in sample_names if archive.getinfo(n).file_size > STREAM_MEMBER_BYTES}
             capped = ArchiveReader(archive, path, limits)
-            capped.check_declared([header_name, *sample_names])
+            capped.check_declared([header_name, *(n for n in sample_names if n not in streamed)])
             header = expect(_zip_json(capped, path, header_name, hasher), dict, f"{path}!{header_name}")
             if header_name != "header.json":
                 header = {**header, "status": header.get("status", "started")}
-            samples = [
-                (f"{path}!{n}", expect(_zip_json(capped, path, n, hasher), dict, f"{path}!{n}"))
-                for n in sample_names
-            ]
+            samples = []
+            for name in sample_names:
+                where = f"{path}!{name}"
+                if name in streamed:
+                    sample, steps, resolve, lengths = stream_sample(capped, name, where, hasher, transcript.cap, _kept)
+                else:
+                    whole = expect(_zip_json(capped, path, name, hasher), dict, where)
+                    steps = sample_steps(whole, where, transcript.cap)
+                    attachments = whole.get("attachments") if isinstance(whole.get("attachments"), dict) else {}
+                    sample, resolve, lengths = _kept(whole), attachments.get, {}
+                    del whole
+                _emit(transcript, sample, steps, resolve, lengths, where)
+                ignored |= steps.ignored
+                samples.append((where, _slim(sample, resolve)))
     except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
         raise IngestError(f"{path}: corrupt or truncated .eval archive ({exc})") from None
     except OSError as exc:
         raise IngestError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    return _Log(header, samples, hasher.hexdigest())
+    return _Log(header, samples, hasher.hexdigest(), transcript, ignored)
+
+
+# The fields of a sample the reader keeps once its steps are taken (its events and attachments never).
+KEPT_FIELDS = (*READ_FIELDS, "score", "limit")
+
+
+def _kept(sample: dict) -> dict:
+    return {k: sample[k] for k in KEPT_FIELDS if k in sample}
+
+
+def _slim(sample: dict, resolve) -> dict:
+    """The kept fields with their attachment references resolved; an agent's messages only up to
+    its first answer (what it was asked: the prompt and the instructions are read from them; the
+    rest is its transcript, kept as steps)."""
+    out = {k: _resolve_attachments(v, _Resolver(resolve)) for k, v in sample.items()}
+    messages = out.get("messages")
+    if isinstance(messages, list) and _is_agent(messages):
+        first = next((n for n, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "assistant"), len(messages))
+        out["messages"] = messages[:first]
+    return out
+
+
+def _is_agent(messages: list) -> bool:
+    return any(isinstance(m, dict) and (m.get("tool_calls") or m.get("role") == "tool") for m in messages)
+
+
+class _Resolver(dict):
+    """A mapping view of a resolver function, for `_resolve_attachments`."""
+
+    def __init__(self, resolve) -> None:
+        super().__init__()
+        self._resolve = resolve
+
+    def get(self, key, default=None):
+        found = self._resolve(key)
+        return default if found is None else found
+
+
+def _emit(transcript: Transcript, sample: dict, steps, resolve, lengths: dict[str, int], where: str) -> None:
+    """The sample's steps into the run's transcript, under its instance id and epoch."""
+    raw_id, epoch = sample.get("id"), sample.get("epoch", 1)
+    if isinstance(raw_id, list) and len(raw_id) == 1:  # an R writer's boxed id (see _normalized)
+        raw_id = raw_id[0]
+    if isinstance(epoch, list) and len(epoch) == 1:
+        epoch = epoch[0]
+    if raw_id is None or isinstance(raw_id, (bool, dict, list)) or not isinstance(epoch, int) or epoch < 1:
+        return  # the sample itself is refused, with a message, when it is read
+    if steps.single_turn():
+        return
+    steps.emit(transcript, str(raw_id), epoch - 1, resolve, lengths)
 
 
 def _sample_order(name: str) -> tuple:
@@ -354,12 +424,22 @@ def _zip_json(archive: ArchiveReader, path: Path, name: str, hasher: "hashlib._H
 def _read_json_log(path: Path) -> _Log:
     hasher = hashlib.sha256()
     header = expect(load_json(path, hasher), dict, str(path))
-    samples = expect(header.get("samples") or [], list, f"{path}: samples")
-    return _Log(
-        header,
-        [(f"{path}: samples[{n}]", expect(s, dict, f"{path}: samples[{n}]")) for n, s in enumerate(samples)],
-        hasher.hexdigest(),
-    )
+    raw_samples = expect(header.pop("samples", None) or [], list, f"{path}: samples")
+    transcript = Transcript()
+    ignored: set[str] = set()
+    samples = []
+    for n in range(len(raw_samples)):
+        where = f"{path}: samples[{n}]"
+        whole = expect(raw_samples[n], dict, where)
+        raw_samples[n] = None  # each sample's events are let go once read
+        steps = sample_steps(whole, where, transcript.cap)
+        attachments = whole.get("attachments") if isinstance(whole.get("attachments"), dict) else {}
+        sample = _kept(whole)
+        del whole
+        _emit(transcript, sample, steps, attachments.get, {}, where)
+        ignored |= steps.ignored
+        samples.append((where, _slim(sample, attachments.get)))
+    return _Log(header, samples, hasher.hexdigest(), transcript, ignored)
 
 
 def _first_scorer(header: dict, samples: list[tuple[str, dict]]) -> str | None:
@@ -551,7 +631,7 @@ def _normalized(log: _Log, where: str) -> tuple[_Log, list[str]]:
     if header.get("version") == 1 or "scorer" in (header.get("results") or {}) or any("score" in s for _, s in samples):
         header, samples = _from_version_1(header, samples, where)
         notes.append(f"{where}: Inspect log format version 1 (inspect_ai 0.3.9 or older): sample.score and results.metrics read as version 2's scores")
-    return _Log(header, samples, log.content_hash), notes
+    return _Log(header, samples, log.content_hash, log.steps, log.ignored), notes
 
 
 # Fields Inspect writes as one value; "*" stands for every item of a list or value of a mapping.

@@ -16,8 +16,10 @@ that step.
 - invented data: an agent says it works on data it made up (a simulated, hypothetical, mock,
   dummy, synthetic or placeholder dataset) — not a rule the issue names, added because agents do it
   when their tools fail and say so in words a rule can read;
-- no final answer submitted: the harness recorded no answer where its format keeps one (readers
-  mark logs that keep none apart from the transcript with `output_kind = 'transcript'`).
+- no final answer submitted: the harness recorded no answer, in a format that keeps the submitted
+  answer apart from the transcript (FINAL_ANSWER_FORMATS: Inspect's `output.completion`, SWE-agent's
+  `info.submission`; other readers take the agent's last message as its answer, so an empty one
+  says nothing certain).
 
 `analyse` runs them all and returns the finding at the earliest step (the first decisive error
 among those a rule can see; on the same step, the order above decides), or None: then no rule is
@@ -30,10 +32,11 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from ..steps import CODE_TOOL, Action, actions, excerpt, is_agent_step, normal, quote_resolves
+from ..steps import CODE_TOOL, Action, actions, as_read, excerpt, is_agent_step, normal, quote_resolves
 
 VERSION = "offline-transcript-v1"
 REPEATS = 3
+FINAL_ANSWER_FORMATS = {"inspect", "swe-agent"}
 
 
 @dataclass(frozen=True)
@@ -67,12 +70,15 @@ _UNKNOWN_TOOL = re.compile(
     r"\b(?:unknown|unsupported|invalid|no such) (?:tool|function)\b|\bnot a valid tool\b", re.I | re.S)
 # a limit reached, as Inspect, SWE-agent, OpenHands, AutoGen and the providers word it
 _LIMIT = re.compile(
-    r"\b(?:message|token|turn|step|iteration|time|working|cost|context|round)s?[ _-]?limit\b.{0,40}\b(?:reached|exceeded|hit)\b|"
+    r"\b(?:message|token|turn|step|iteration|time|working|cost|context|round|custom|operator)s?[ _-]?limit\b.{0,40}"
+    r"\b(?:reached|exceeded|hit)\b|"
     r"\b(?:reached|exceeded|hit)\b.{0,40}\b(?:message|token|turn|step|iteration|time|working|cost|context|round)s?[ _-]?limit\b|"
-    r"\b(?:reached|exceeded) (?:the )?max(?:imum)?[ _]?(?:number of )?(?:iterations|steps|turns|rounds|messages|budget|cost)\b|"
-    r"\bmax(?:imum)?[ _](?:iterations|steps|turns|rounds)\b.{0,20}\b(?:reached|exceeded)\b|"
+    r"\b(?:reached|exceeded) (?:the )?max(?:imum)?[ _]?(?:number of )?(?:iterations?|steps?|turns?|rounds?|messages?|"
+    r"budget|cost)\b|"
+    r"\bmax(?:imum)?[ _](?:iterations?|steps?|turns?|rounds?)\b.{0,20}\b(?:reached|exceeded)\b|"
     r"\bcontext[ _](?:window|length)[ _](?:exceeded|overflow)|\bcontext_length_exceeded\b|\bContextWindowExceeded|"
-    r"\bmaximum context length\b|\bexit_(?:context|cost|total_execution_time)\b|\bAgentStuckInLoopError\b", re.I | re.S)
+    r"\bmaximum context length\b|\bexit_(?:context|cost|format|total_execution_time)\b|\bAgentStuckInLoopError\b",
+    re.I | re.S)
 # the agent says it cannot do the task (the run's last message only)
 _GIVE_UP = re.compile(
     r"\b(?:I|we)\s+(?:(?:am|are|was|were)\s+(?:unable|not able)\s+to|cannot|can't|can not|could not|couldn't)\s+"
@@ -272,8 +278,9 @@ def detect_invented_data(steps: list[dict], rec: dict, declared: set[str] | None
 
 
 def detect_no_answer(steps: list[dict], rec: dict, declared: set[str] | None) -> StepFinding | None:
-    """The harness recorded no final answer for a format that keeps one apart from the transcript."""
-    if (rec.get("output_text") or "").strip() or rec.get("output_kind") is not None or rec.get("infra_error"):
+    """The harness recorded no final answer, in a format that keeps one apart from the transcript."""
+    if rec.get("source_format") not in FINAL_ANSWER_FORMATS or (rec.get("output_text") or "").strip() \
+            or rec.get("infra_error"):
         return None
     last = next((s for s in reversed(steps) if is_agent_step(s)), None)
     if last is None:
@@ -300,8 +307,10 @@ DETECTORS: list[Callable[[list[dict], dict, set[str] | None], StepFinding | None
 def analyse(steps: list[dict], rec: dict, declared_tools: set[str] | None = None) -> StepFinding | None:
     """The finding at the earliest step, or None when no rule is certain. `steps`: the whole
     transcript in order (store.first_errors.transcript_steps); `rec`: the failure
-    (store.analysis.failures); `declared_tools`: the tools the log declares, when it does."""
+    (store.analysis.failures, with its run's source_format); `declared_tools`: the tools the log
+    declares, when it does."""
     if not steps:
         return None
+    steps = as_read(steps)
     found = [f for d in DETECTORS if (f := d(steps, rec, declared_tools)) is not None]
     return min(found, key=lambda f: f.step_index) if found else None
