@@ -63,7 +63,9 @@ def test_cli_json_has_exactly_the_documented_keys(tmp_db):
     proc = run_module("taxonomy", "agreement", "--db", tmp_db, "--analyst", "offline", "--json", timeout=120)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
-    assert set(out) == {"n", "agreement", "kappa", "kappa_ci", "per_category", "confusion"}
+    assert set(out) == {"n", "agreement", "kappa", "kappa_ci", "per_category", "confusion", "steps"}
+    # plain answers have no first error steps: the steps part counts none
+    assert out["steps"]["n"] == 0 and out["steps"]["coverage"] is None
     assert out["n"] == 30 and out["kappa"] == pytest.approx(cohen_kappa_score(HUMAN, ANALYST))
     assert out["confusion"]["matrix"] == confusion_matrix(HUMAN, ANALYST, labels=CATS).tolist()
     assert {"dataset": "d", "instance_id": "q06", "model": "m1", "analyst": "Calculation Error",
