@@ -313,3 +313,18 @@ def test_transcripts_go_through_the_batch_api_too(tmp_db):
         summary = run(tmp_db, srv, PRICED, batch=True, poll_interval=0.05)
         assert len(srv.requests) == 0 and [b["purpose"] for b in srv.batch_lines] == ["transcript"] * 3
     assert summary.transcripts.with_step == 3 and every_stored_step_resolves(tmp_db, PRICED) == 3
+
+
+def test_verify_leaves_transcript_analyses_out_and_says_so(tmp_db):
+    from seed_store import seed
+    from taxonomy.verify import verify
+
+    seed(tmp_db, [{"model": "agent-model", "dataset": "qa", "instance_id": "p1", "is_correct": False,
+                   "output": "Paris is in Spain"}])
+    seed_transcripts(tmp_db, [small()])
+    with FakeLLMServer() as srv:
+        run(tmp_db, srv)
+        checked = verify(tmp_db, MODEL, analyst=MODEL, api_base=srv.api_base, timeout=5.0, backoff_s=0.01)
+        assert srv.count("verification") == 1
+    assert (checked.selected, checked.transcripts) == (1, 1)
+    assert "1 analyses of agent transcripts left out" in checked.line()

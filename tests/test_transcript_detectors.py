@@ -162,9 +162,12 @@ def test_giving_up_in_the_last_message_only():
     gave_up = steps_of(TASK, say("Let me look around."), say("I am unable to complete the task with these tools."))
     f = found(gave_up)
     assert (f.detector, f.step_index, f.category, f.quote) == ("gives_up", 2, "Premature Termination",
-                                                               "I am unable to complete")
-    went_on = steps_of(TASK, say("I cannot find the file here."), say("Found it elsewhere: the flag is x."))
+                                                               "I am unable to complete the task")
+    went_on = steps_of(TASK, say("I cannot complete the task this way."), say("Found it elsewhere: the flag is x."))
     assert found(went_on) is None
+    # a refusal the task may call for is not giving up on it
+    refused = steps_of(TASK, say("I cannot cancel this reservation: it is outside the 24-hour window."))
+    assert found(refused) is None
 
 
 def test_no_final_answer_only_where_the_format_keeps_one_apart():
@@ -229,16 +232,16 @@ def test_offline_detectors_on_who_and_when_algorithm_generated(tmp_path):
     done = run_module("taxonomy", "agreement", "--analyst", "offline", "--db", db, "--json")
     assert done.returncode == 0, done.stderr
     steps = json.loads(done.stdout)["steps"]
-    assert (steps["n"], steps["named"]) == (126, 11)
+    assert (steps["n"], steps["named"]) == (126, 10)
     precision = steps["precision"]
     assert [precision[k]["k"] for k in ("exact_step", "within_1_step", "within_3_steps", "agent",
                                         "within_1_step_or_agent")] == [3, 3, 5, 6, 6]
-    assert precision["within_1_step_or_agent"]["n"] == 11
+    assert precision["within_1_step_or_agent"]["n"] == 10
     assert steps["accuracy"]["exact_step"] == {"k": 3, "n": 126, "rate": 3 / 126,
                                                "ci": steps["accuracy"]["exact_step"]["ci"]}
     by_detector = dict(q(db, """SELECT split_part(json_extract_string(required_criteria, '$[0].comment'), ',', 1), count(*)
                                 FROM analyses WHERE step_index IS NOT NULL GROUP BY 1"""))
-    assert by_detector == {"offline transcript detector invented_data": 8, "offline transcript detector gives_up": 3}
+    assert by_detector == {"offline transcript detector invented_data": 8, "offline transcript detector gives_up": 2}
 
 
 def test_autogen_execution_reports_kept_as_messages_are_read_as_tool_results():

@@ -79,12 +79,16 @@ _LIMIT = re.compile(
     r"\bcontext[ _](?:window|length)[ _](?:exceeded|overflow)|\bcontext_length_exceeded\b|\bContextWindowExceeded|"
     r"\bmaximum context length\b|\bexit_(?:context|cost|format|total_execution_time)\b|\bAgentStuckInLoopError\b",
     re.I | re.S)
-# the agent says it cannot do the task (the run's last message only)
+# the agent says it cannot do the task (the run's last message only): words about the task itself,
+# not a refusal the task may call for ("I cannot cancel this reservation" under an airline's policy)
+_TASK = r"(?:the|this|your) (?:task|request|problem|challenge|question|puzzle)"
 _GIVE_UP = re.compile(
     r"\b(?:I|we)\s+(?:(?:am|are|was|were)\s+(?:unable|not able)\s+to|cannot|can't|can not|could not|couldn't)\s+"
-    r"(?:complete|finish|solve|accomplish|determine|find|identify|locate|retrieve|obtain|access|proceed|continue|answer)\b|"
-    r"\bI give up\b|\b(?:cannot|can't|could not|couldn't) be (?:determined|found|completed|solved|answered)\b|"
-    r"\b(?:it is|it's) (?:not possible|impossible) to (?:complete|determine|solve|answer|find)\b", re.I)
+    rf"(?:complete|finish|solve|accomplish|answer)\s+{_TASK}\b|"
+    r"\b(?:I|we)\s+(?:(?:am|are|was|were)\s+(?:unable|not able)\s+to|cannot|can't|can not|could not|couldn't)\s+"
+    r"(?:determine|find|identify|work out)\s+the\s+(?:answer|flag|solution)\b|"
+    rf"\bI give up\b|\b{_TASK} (?:cannot|can't|could not) be (?:completed|solved|answered)\b|"
+    r"\bthe answer (?:cannot|can't|could not) be (?:determined|found)\b", re.I)
 # an agent's words that take an error up (then whether it handled it well is not for a rule to say)
 _ACKNOWLEDGED = re.compile(
     r"\b(?:errors?|exceptions?|traceback|fail(?:s|ed|ure|ing)?|issues?|problems?|bugs?|not (?:installed|found|defined|"
