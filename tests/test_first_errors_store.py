@@ -68,3 +68,18 @@ def test_the_analysis_of_a_transcript_comes_with_its_step(analysed):
     assert none["step"] is None and none["label"] == "Hard to Analyze" and none["error_title"] == \
         "No rule is certain about this transcript"
     assert passed is None  # a passing prediction is not analysed
+
+
+def test_instances_shows_a_transcripts_first_error_step_and_checks_its_quote_against_the_step(analysed, monkeypatch):
+    from test_pages import run_page
+
+    monkeypatch.setenv("FAULTLINE_DB", str(analysed))
+    at = run_page("pages/instances.py", instance="agent-bench:late")
+    assert not at.exception
+    captions = [c.value for c in at.caption]
+    assert "first decisive error at step 8 of 9 · agent solver" in captions
+    assert "evidence (verified: it occurs verbatim in step 8)" in captions
+    assert not any("UNVERIFIED" in c for c in captions)
+    assert any("Gives up on the task" in m.value and "Premature Termination" in m.value for m in at.markdown)
+    none = run_page("pages/instances.py", instance="agent-bench:none")
+    assert "no step named in this transcript of 10 steps" in [c.value for c in none.caption]
