@@ -5,9 +5,10 @@ from .export import ExportSummary, export_eee
 from .load import IngestSummary, ingest_paths
 from .options import ReadOptions
 from .passfail import PassConfig
-from .records import (RECORD_SCHEMA_VERSION, InstanceRecord, JudgeNote, ParsedRun, PredictionRecord, RunRecord,
-                      Skipped)
+from .records import (RECORD_SCHEMA_VERSION, STEP_KINDS, InstanceRecord, JudgeNote, ParsedRun, PredictionRecord,
+                      RunRecord, Skipped, StepRecord)
 from .registry import FORMATS, READERS
+from .transcript import Transcript
 
 __all__ = [
     "FORMATS",
@@ -23,7 +24,10 @@ __all__ = [
     "PredictionRecord",
     "ReadOptions",
     "RunRecord",
+    "STEP_KINDS",
     "Skipped",
+    "StepRecord",
+    "Transcript",
     "export_eee",
     "ingest_paths",
 ]

@@ -18,7 +18,7 @@ from .report import write_skipped_list
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m ingest",
-        description="Load benchmark logs (HELM run/suite folders, lm-evaluation-harness samples, Inspect AI logs, Every Eval Ever files, OpenAI evals logs, promptfoo exports, JSONL/CSV predictions) into the Faultline store. `python -m ingest export --help`: write the store as Every Eval Ever files; `python -m ingest merge --help`: combine stores.",
+        description="Load benchmark logs (HELM run/suite folders, lm-evaluation-harness samples, Inspect AI logs, Every Eval Ever files, OpenAI evals logs, promptfoo exports, agent transcripts from SWE-agent, OpenHands, tau-bench, ATIF and Who&When, JSONL/CSV predictions) into the Faultline store. `python -m ingest export --help`: write the store as Every Eval Ever files; `python -m ingest merge --help`: combine stores.",
     )
     p.add_argument("paths", nargs="*", metavar="PATH", help="a HELM suite/runs/run folder, an lm-eval output folder or samples file, an Inspect .eval/.json log, an Every Eval Ever .json/_samples.jsonl, an oaieval .jsonl, a promptfoo export .json, or a .jsonl/.csv file")
     p.add_argument("--db", help="database file (default: $FAULTLINE_DB, else data/faultline.duckdb)")

@@ -24,7 +24,6 @@ from typing import Iterable, Iterator
 
 import orjson
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from store import writable_db_path
 from store.db import is_duckdb_file
@@ -99,6 +98,7 @@ def _check_text_sizes(staged: StagedRun, source: str, cap: int) -> None:
             # no value can be longer than the whole column: the common case costs no scan
             if not pa.types.is_string(column.type) or column.nbytes <= cap:
                 continue
+            import pyarrow.compute as pc  # only for a run holding a text this long: it costs start-up time
             lengths = pc.binary_length(column)
             biggest = pc.max(lengths).as_py()
             if biggest is not None and biggest > cap:

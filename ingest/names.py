@@ -23,7 +23,6 @@ ALIASES = {
     "gsm8k_cot": "gsm8k",
     "mmlu_0_shot": "mmlu",
 }
-_SPACE = re.compile(r"\s+")
 _EDGES = string.punctuation + string.whitespace
 
 
@@ -58,7 +57,9 @@ def canonical_dataset(raw: str, aliases: dict[str, str] | None = None, groups: l
 
 
 def normalize_question(text: str) -> str:
-    return _SPACE.sub(" ", text.lower()).strip(_EDGES)
+    # str.split's whitespace is exactly the regex \s (Py_UNICODE_ISSPACE, checked over every code
+    # point) and the join is several times faster than a substitution on a million questions
+    return " ".join(text.lower().split()).strip(_EDGES)
 
 
 def question_hash(text: str | None) -> str | None:

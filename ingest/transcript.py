@@ -52,7 +52,7 @@ SCHEMA = pa.schema([
     ("source_ref", pa.string()),
 ])
 COLUMNS = tuple(SCHEMA.names)
-_STEPS = TypeAdapter(list[StepRecord])
+_steps_adapter: TypeAdapter | None = None  # built on first use: building it costs start-up time
 _TEXT_FIELDS = ("agent", "role", "tool_name", "tool_call_id", "error", "model", "finish_reason", "span_id",
                 "parent_span_id", "source_ref")
 
@@ -144,8 +144,11 @@ class Transcript:
     def _flush(self) -> None:
         if not self._rows:
             return
+        global _steps_adapter
+        if _steps_adapter is None:
+            _steps_adapter = TypeAdapter(list[StepRecord])
         try:
-            _STEPS.validate_python(self._rows)
+            _steps_adapter.validate_python(self._rows)
         except ValidationError as exc:  # a reader bug, not the user's file: readers check what they pass
             err = exc.errors()[0]
             raise ValueError(f"transcript step {err['loc']}: {err['msg']}") from None

@@ -188,9 +188,19 @@ def test_whole_fixture_tree_reads_every_format(tmp_path):
     db = tmp_path / "all.duckdb"
     summary = ingest_paths([FIXTURES], db=db)
     formats = q(db, "SELECT source_format, count(*), sum(n_predictions) FROM runs GROUP BY 1 ORDER BY 1")
-    assert [f for f, _, _ in formats] == ["eee", "helm", "inspect", "lm-eval", "openai-evals", "promptfoo"]
+    assert [f for f, _, _ in formats] == ["eee", "helm", "inspect", "lm-eval", "openai-evals", "openhands", "promptfoo"]
     assert dict((f, (n, p)) for f, n, p in formats)["eee"] == (4, 26)
     assert dict((f, (n, p)) for f, n, p in formats)["openai-evals"] == (2, 305)
     assert dict((f, (n, p)) for f, n, p in formats)["promptfoo"] == (2, 4)
-    assert reader_skips(summary) == sorted(SKIPPED)
+    agents = FIXTURES / "agents"
+    no_model = [  # agent logs that name no model: skipped, each with the flag to give
+        (str(agents / "atif" / "openhands_hello-world.trajectory.json"), "ATIF trajectory names no model (agent.model_name): pass --model NAME"),
+        (str(agents / "atif" / "terminus_2_hello-world-context-summarization-linear-history.trajectory.json"),
+         "ATIF trajectory names no dataset (no Harbor result.json beside it): pass --dataset NAME"),
+        (str(agents / "swe-agent"), "SWE-agent trajectories name no model (no replay_config, no args.yaml beside them): pass --model NAME"),
+        (str(agents / "tau-bench" / "gpt-4o-airline.json"), "tau-bench results name no model (only its file name can, and this one "
+         "does not follow tau-bench's pattern): pass --model NAME"),
+        (str(agents / "who-when-algorithm-generated"), "Who&When logs name no model: pass --model NAME"),
+    ]
+    assert reader_skips(summary) == sorted(SKIPPED + no_model)
     assert summary.runs == sum(n for _, n, _ in formats)

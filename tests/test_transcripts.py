@@ -229,3 +229,20 @@ def test_a_chat_messages_column_is_a_transcript(tmp_path, tmp_db):
     assert q(tmp_db, "SELECT i.prompt_text, p.finish_reason, p.judge_notes->>'$[0].explanation', r.instructions "
                      "FROM predictions p JOIN instances i USING (run_id, instance_id) JOIN runs r USING (run_id)") == [
         ("PROMPT", "stop", "judge says fine", "Be brief.")]
+
+
+def test_steps_staged_on_disk_arrive_whole(tmp_path, monkeypatch):
+    """A load over one chunk is staged as Parquet before it enters the store: its steps too."""
+    first = write_eval(tmp_path / "one.eval", [agent_sample()])
+    plain = tmp_path / "plain.jsonl"
+    plain.write_text(json.dumps({"model": "m", "instance_id": "1", "output": "x", "correct": True}) + "\n")
+    second_sample = agent_sample()
+    second_sample["id"] = 8
+    second = write_eval(tmp_path / "two.eval", [second_sample])
+    in_memory, staged = tmp_path / "memory.duckdb", tmp_path / "staged.duckdb"
+    ingest_paths([first, plain, second], db=in_memory)
+    monkeypatch.setenv("FAULTLINE_INGEST_CHUNK_BYTES", "1")  # every run its own chunk on disk
+    ingest_paths([first, plain, second], db=staged)
+    rows = f"SELECT r.source_path, s.instance_id, {STEPS[7:].replace('FROM transcript_steps', 'FROM transcript_steps s JOIN runs r USING (run_id)').replace('ORDER BY step_index', 'ORDER BY ALL')}"
+    assert q(staged, rows) == q(in_memory, rows)
+    assert q(staged, "SELECT count(*) FROM transcript_steps") == [(24,)]

@@ -331,7 +331,7 @@ def _read_eval_zip(path: Path, limits: Limits) -> _Log:
             if header_name not in names:
                 raise IngestError(f"{path}: not an Inspect log: no header.json in the archive")
             sample_names = sorted((n for n in names if SAMPLE_NAME.match(n)), key=_sample_order)
-            streamed = {n for n in sample_names if archive.getinfo(n).file_size > STREAM_MEMBER_BYTES}
+            streamed = {n for n in sample_names if _streamable(archive.getinfo(n), limits)}
             capped = ArchiveReader(archive, path, limits)
             capped.check_declared([header_name, *(n for n in sample_names if n not in streamed)])
             header = expect(_zip_json(capped, path, header_name, hasher), dict, f"{path}!{header_name}")
@@ -356,6 +356,17 @@ def _read_eval_zip(path: Path, limits: Limits) -> _Log:
     except OSError as exc:
         raise IngestError(f"{path}: cannot read: {exc.strerror or exc}") from None
     return _Log(header, samples, hasher.hexdigest(), transcript, ignored)
+
+
+# A member larger than the entry cap is streamed only when it compresses like a log: real samples
+# compress 10–20:1, a zip bomb hundreds or thousands to one (it is then refused by the entry cap).
+MAX_STREAMED_RATIO = 100
+
+
+def _streamable(info: zipfile.ZipInfo, limits: Limits) -> bool:
+    if info.file_size <= STREAM_MEMBER_BYTES:
+        return False
+    return info.file_size <= limits.entry_bytes or info.file_size <= MAX_STREAMED_RATIO * max(info.compress_size, 1)
 
 
 # The fields of a sample the reader keeps once its steps are taken (its events and attachments never).
