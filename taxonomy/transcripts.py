@@ -151,6 +151,15 @@ async def analyse_llm(path, analyst: str, transcripts: list[dict], counts: Trans
     if split:
         log(f"{split} transcript(s) exceed the {budget.describe()} and are read in overlapping segments, in order, "
             "until one holds the first decisive error (analyses.segments_read says which)")
+    firsts = [p.plan.messages(p.plan.segments[0]) for p in prepared]
+    estimates = [client.estimate_cost(m, "analysis") for m in firsts]
+    most = sum(len(p.plan.segments) for p in prepared)
+    if firsts and all(e is not None for e in estimates):
+        log(f"{len(firsts)} transcript(s) to read: {len(firsts)} to {most} requests before follow-ups (one per segment "
+            f"read), estimated cost ${sum(estimates):.4f} for the first segments (cached answers cost nothing)")
+    elif firsts:
+        log(f"{len(firsts)} transcript(s) to read: {len(firsts)} to {most} requests before follow-ups; litellm has no "
+            f"price for {analyst}, so cost is not tracked")
     if any(p.plan.segments for p in prepared):
         await client.warm_up()
     schema = first_error_schema(taxonomy)
