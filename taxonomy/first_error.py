@@ -22,7 +22,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from .catalog import Taxonomy
+from .catalog import Taxonomy, TaxonomyError
 from .context import ContextBudget, cut, fit
 from .prompts import NOT_MODEL_ERROR, _json_text, _judge_lines, render_input, scoring_text
 from .steps import agents_of, normal, quotable, quote_resolves
@@ -34,6 +34,7 @@ OVERLAP_STEPS = 3  # steps each segment repeats from the end of the one before
 # a step never takes more than this share of a segment's room: a segment holds at least 3 steps
 STEP_SHARE = 3
 _HEADER_TOKENS = 200  # the segment's header and closing words
+MIN_STEP_TOKENS = 100  # a segment's room must hold three steps of at least this many tokens
 
 
 class FirstError(BaseModel):
@@ -257,9 +258,11 @@ def plan(rec: dict, steps: list[dict], taxonomy: Taxonomy, budget: ContextBudget
         out.segments = [Segment(1, steps[0]["step_index"], steps[-1]["step_index"], "\n".join(rendered))]
         return out
     room = budget.tokens - budget.count(system) - budget.count(task) - _HEADER_TOKENS
-    if room < STEP_SHARE * 50:
-        room = STEP_SHARE * 50  # a tiny window: steps of ~50 tokens at worst, said in the note
-        notes.append(f"the task leaves little of the {budget.describe()} for steps")
+    if room < STEP_SHARE * MIN_STEP_TOKENS:
+        raise TaxonomyError(
+            f"the analyst's {budget.describe()} leaves {max(room, 0):,} tokens for a transcript's steps once its "
+            f"instructions and the task are in ({budget.count(system):,} + {budget.count(task):,} tokens): too few to "
+            "read steps; use a model with a larger context window, or a lower --max-tokens")
     sizes = [budget.count(r) for r in rendered]
     if sum(sizes) + len(sizes) <= room:
         out.segments = [Segment(1, steps[0]["step_index"], steps[-1]["step_index"], "\n".join(rendered))]

@@ -14,7 +14,7 @@ step that is not a number or not a step of its history is an error naming the fi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 

@@ -6,7 +6,6 @@ journal and --max-cost hold across a chain's requests."""
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
@@ -328,3 +327,14 @@ def test_verify_leaves_transcript_analyses_out_and_says_so(tmp_db):
         assert srv.count("verification") == 1
     assert (checked.selected, checked.transcripts) == (1, 1)
     assert "1 analyses of agent transcripts left out" in checked.line()
+
+
+def test_a_window_too_small_for_any_steps_is_refused_before_anything_is_sent(tmp_db):
+    from conftest import run_module
+
+    seed_transcripts(tmp_db, [small()])
+    with FakeLLMServer() as srv:
+        done = run_module("taxonomy", "analyze", "--db", tmp_db, "--analyst", MODEL, "--api-base", srv.api_base,
+                          "--context-tokens", "1200", "--max-tokens", "256")
+        assert len(srv.requests) == 0
+    assert done.returncode == 2 and "too few to read steps" in done.stderr and "Traceback" not in done.stderr
