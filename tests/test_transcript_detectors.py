@@ -259,3 +259,24 @@ def test_autogen_execution_reports_kept_as_messages_are_read_as_tool_results():
     f = found(steps)
     assert (f.detector, f.step_index, f.agent, f.category) == ("tool_error_ignored", 3, "Checker", "Tool Error Ignored")
     assert "FileNotFoundError: [Errno 2] No such file: 'a.csv'" in f.summary
+
+
+@requires_fixtures
+def test_offline_detectors_on_the_other_agent_fixtures(tmp_path):
+    """Logs without people's labels: what the rules name, with exact counts (a message limit on the
+    CTF samples; the same booking call repeated with the same result on tau-bench)."""
+    db = tmp_path / "agents.duckdb"
+    for path, extra in ((FIXTURES / "agents" / "inspect-docent-ctf", ()),
+                        (FIXTURES / "agents" / "tau-bench", ("--model", "gpt-4o"))):
+        done = run_module("ingest", path, "--db", db, *extra)
+        assert done.returncode == 0, done.stderr
+    summary = analyze(db, "offline")
+    assert (summary.transcripts.selected, summary.transcripts.with_step, summary.transcripts.hard) == (122, 5, 117)
+    found = q(db, """SELECT r.source_format, a.instance_id, a.category, a.step_index, a.n_steps, a.step_quote
+                     FROM analyses a JOIN runs r USING (run_id) WHERE a.step_index IS NOT NULL
+                     ORDER BY 1, a.instance_id, a.train_trial_index""")
+    assert [row[:5] for row in found if row[0] == "inspect"] == [
+        ("inspect", "56", "Step or Context Limit Reached", 60, 61), ("inspect", "78", "Step or Context Limit Reached", 64, 65),
+        ("inspect", "86", "Step or Context Limit Reached", 63, 65)]
+    assert all(row[5].startswith("message limit reached") for row in found if row[0] == "inspect")
+    assert [row[2] for row in found if row[0] == "tau-bench"] == ["Repetition Loop"] * 2
