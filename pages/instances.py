@@ -111,7 +111,9 @@ for col, row in zip(st.columns(len(detail)), detail):
         outcome.answer_block(row, refs, first["choices"])
         raw_criteria = row["required_criteria"]
         criteria = evidence.criteria(raw_criteria)
-        quotes = [c.get("evidence") or "" for c in criteria]
+        # a transcript's analysis quotes one of its steps, not the output (checked when stored)
+        on_steps = row["n_steps"] is not None
+        quotes = [] if on_steps else [c.get("evidence") or "" for c in criteria]
         shown, cut = clip(row["output_text"] or "")
         st.markdown(evidence.highlight(shown, quotes), unsafe_allow_html=True)
         if cut:
@@ -123,18 +125,25 @@ for col, row in zip(st.columns(len(detail)), detail):
             st.markdown(f"**{md(row['error_title'])}** → *{md(row['category'] or 'not classified yet')}*")
             st.caption(f"analyst {md(row['analyst'])} · taxonomy {md(row['taxonomy_version'] or '—')}")
             st.markdown(md(row["error_summary"], 4000))
+            if on_steps:
+                st.caption(f"first decisive error at step {row['step_index']} of {row['n_steps']}"
+                           + (f" · agent {md(row['step_agent'])}" if row["step_agent"] else "")
+                           if row["step_index"] is not None else
+                           f"no step named in this transcript of {row['n_steps']} steps")
             for v in (v for v in verdicts if v["run_id"] == row["run_id"]):
                 st.caption(f"verified by {md(v['verifier'])}: " + ("accepted" if v["accepted"] else "REJECTED")
                            + (f" — {md(v['reason'])}" if v["reason"] else ""))
+            where = f"step {row['step_index']}" if on_steps else "the output"
             for c in criteria:
-                found = evidence.locate(row["output_text"] or "", c.get("evidence") or "") is not None
+                found = (c.get("evidence_verified") is True if on_steps else
+                         evidence.locate(row["output_text"] or "", c.get("evidence") or "") is not None)
                 with st.container(border=True):
                     present = c.get("present_in_wrong")
                     st.markdown(f"**{md(c.get('criterion'))}** · quality {md(c.get('quality') or '—')}"
-                                f" · in the output: {fmt.yes_no(present)}")
+                                f" · in the {'run' if on_steps else 'output'}: {fmt.yes_no(present)}")
                     if c.get("evidence"):
-                        st.caption("evidence " + ("(verified: it occurs verbatim in the output)" if found else
-                                                  "(UNVERIFIED: not in the output verbatim; the analyst paraphrased)"))
+                        st.caption("evidence " + (f"(verified: it occurs verbatim in {where})" if found else
+                                                  f"(UNVERIFIED: not in {where} verbatim; the analyst paraphrased)"))
                         st.code(clip(c["evidence"], 2000)[0], language=None, wrap_lines=True)
                     if c.get("comment"):
                         show(c["comment"], 4000)

@@ -43,8 +43,8 @@ if tree.is_empty():
 st.subheader("Categories")
 by_category = columns.error_types_last(
     tree.pivot(on="model", index="category", values="count", aggregate_function="sum"))
-st.caption("Classified failures per category and model. Other, Hard to Analyze and No Model "
-           "Error are not error types: listed last, counted apart and never tested.")
+st.caption("Classified failures per category and model. Other, Hard to Analyze, No Model Error and "
+           "Environment Failure are not error types: listed last, counted apart and never tested.")
 st.dataframe(by_category.fill_null(0), hide_index=True, column_config={"category": "Category"})
 
 categories = sorted(set(tree["category"]))

@@ -7,7 +7,7 @@ share of each model's classified failures, Benjamini–Hochberg over the categor
 the ErrorMap paper's one-sided binomial check for parity.
 
 Only error types are tested. The labels that are not a model's error type
-(`taxonomy.NOT_ERROR_TYPES`: Other, Hard to Analyze, No Model Error) are counted apart
+(`taxonomy.NOT_ERROR_TYPES`: Other, Hard to Analyze, No Model Error, Environment Failure) are counted apart
 (`Comparison.not_error_types`, `"not_error_types"` in the JSON): they are left out of the shares'
 denominators, of Benjamini–Hochberg and of every test, so "Hard to Analyze 92% vs 100%" is never
 presented as a difference between the models.

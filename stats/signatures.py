@@ -55,7 +55,7 @@ def signature(con, analyst: str, models=None, datasets=None, domains=None,
     it answered (within the `by` slice when given).
 
     Error types and the labels that are not (`NOT_ERROR_TYPES`: Other, Hard to Analyze, No Model
-    Error; `error_type` false) are kept apart: `failures` counts the model's failures with an
+    Error, Environment Failure; `error_type` false) are kept apart: `failures` counts the model's failures with an
     error type, and an error type's `share` is of those, so a model whose outputs are mostly too
     bare to analyse is not drawn as making few errors of each type; a label that is not an error
     type has its share of all `labelled` failures.

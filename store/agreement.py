@@ -52,12 +52,14 @@ def labelled_by_both(con: duckdb.DuckDBPyConnection, analyst: str, against: str,
     no label), else the category another analyst `against` gave the same failure."""
     where, params = _filter_sql(models, datasets)
     if against == "reviews":
-        # a review is of a question's label, whatever the trial
+        # a review is of a question's label, whatever the trial; people's own labels (action
+        # 'label', no analyst) count when they give a category
         reference = """
-            SELECT run_id, instance_id, category FROM reviews WHERE analyst = ?
+            SELECT run_id, instance_id, category FROM reviews
+            WHERE analyst = ? OR (analyst IS NULL AND action = 'label' AND coalesce(category, '') <> '')
             QUALIFY row_number() OVER (
                 PARTITION BY run_id, instance_id ORDER BY created_at DESC, review_id DESC) = 1
-                AND action IN ('confirm', 'relabel') AND coalesce(category, '') <> ''"""
+                AND action IN ('confirm', 'relabel', 'label') AND coalesce(category, '') <> ''"""
         same = "ref.run_id = l.run_id AND ref.instance_id = l.instance_id"
         reference_params = [analyst]
     else:

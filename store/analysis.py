@@ -292,6 +292,10 @@ ANALYSIS_COLUMNS = (
     "run_id", "instance_id", "train_trial_index", "analyst", "prompt_version", "pair_hash",
     "error_title", "error_summary", "required_criteria", "cache_key", "no_model_error", "context_note",
 )
+# A transcript's analysis row goes on with these (migration 021): the first decisive error's step,
+# agent and quote, the transcript's length, the segments read, and the category the analyst chose
+# itself with its taxonomy. A plain answer's row stops at context_note (they are NULL).
+STEP_COLUMNS = ("step_index", "step_agent", "step_quote", "n_steps", "segments_read", "category", "taxonomy_version")
 # The label of an analysis that found no model error: outside every taxonomy, never an error type.
 NO_MODEL_ERROR = "No Model Error"
 # A verdict of `taxonomy verify` as `Batch.verifications` holds it (`created_at` added when written).
@@ -362,8 +366,9 @@ def _insert_batch(con: duckdb.DuckDBPyConnection, batch: Batch, ts: datetime) ->
                prompt_tokens, completion_tokens, cost_usd, latency_ms, created_at)""",
         batch.calls,
     )
-    _insert(con, f"INSERT INTO analyses ({', '.join(ANALYSIS_COLUMNS)}, created_at)",
-            [(*row, ts) for row in batch.analyses])
+    width = len(ANALYSIS_COLUMNS) + len(STEP_COLUMNS)
+    _insert(con, f"INSERT INTO analyses ({', '.join(ANALYSIS_COLUMNS + STEP_COLUMNS)}, created_at)",
+            [(*row, *[None] * (width - len(row)), ts) for row in batch.analyses])
     _insert(con, "INSERT INTO classifications", [(*row, ts) for row in batch.classifications])
     _insert(con, f"INSERT INTO verifications ({', '.join(VERIFICATION_COLUMNS)}, created_at)",
             [(*row, ts) for row in batch.verifications])
@@ -371,11 +376,12 @@ def _insert_batch(con: duckdb.DuckDBPyConnection, batch: Batch, ts: datetime) ->
         refresh_labels(con, [row[:4] for row in batch.analyses], [row[0] for row in batch.classifications])
 
 
-# The label rule: per analysed prediction and analyst, its latest analysis, and the classification
-# of that analysis's title by the analyst's own classifier (the offline analyst: an offline
-# classifier) when there is one, else the title's latest classification. An analysis that found
-# no model error is labelled NO_MODEL_ERROR whatever its title's classification. `{keys}` narrows
-# the analyses to the (run_id, instance_id, train_trial_index, analyst) keys being refreshed.
+# The label rule: per analysed prediction and analyst, its latest analysis, and the category the
+# analysis chose itself (a transcript's, migration 021) or else the classification of its title by
+# the analyst's own classifier (the offline analyst: an offline classifier) when there is one, else
+# the title's latest classification. An analysis that found no model error is labelled
+# NO_MODEL_ERROR whatever its title's classification. `{keys}` narrows the analyses to the
+# (run_id, instance_id, train_trial_index, analyst) keys being refreshed.
 _LABELS = """
     INSERT INTO failure_labels (run_id, instance_id, train_trial_index, analyst, error_title,
         error_summary, analysed_at, category, taxonomy_version, classifier, no_model_error)
@@ -398,8 +404,10 @@ _LABELS = """
         )
         SELECT a.run_id, a.instance_id, a.train_trial_index, a.analyst, a.error_title,
                a.error_summary, a.created_at AS analysed_at,
-               CASE WHEN a.no_model_error IS NULL THEN t.category ELSE '""" + NO_MODEL_ERROR + """' END,
-               t.taxonomy_version, t.classifier, a.no_model_error
+               CASE WHEN a.no_model_error IS NOT NULL THEN '""" + NO_MODEL_ERROR + """'
+                    WHEN a.category IS NOT NULL THEN a.category ELSE t.category END,
+               CASE WHEN a.category IS NOT NULL THEN a.taxonomy_version ELSE t.taxonomy_version END,
+               CASE WHEN a.category IS NOT NULL THEN a.analyst ELSE t.classifier END, a.no_model_error
         FROM latest_analysis a
         LEFT JOIN title_class t ON t.error_title = a.error_title AND t.analyst = a.analyst
     )

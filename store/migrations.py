@@ -483,6 +483,28 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    (
+        "021_transcript_analyses",
+        # The first decisive error of an agent transcript: the analysis names its step (an index
+        # into transcript_steps), the agent responsible, a verbatim quote from that step, how many
+        # steps the transcript had, which segments of a long transcript were read, and the
+        # category it chose itself (transcripts are classified at stage 1, under the agent
+        # taxonomy, not by stage 3). People's labels of the same (Who&When: agent, step, reason)
+        # are reviews with action 'label', made apart from any analyst (analyst NULL).
+        """
+        ALTER TABLE analyses ADD COLUMN step_index INTEGER;
+        ALTER TABLE analyses ADD COLUMN step_agent VARCHAR;
+        ALTER TABLE analyses ADD COLUMN step_quote VARCHAR;
+        ALTER TABLE analyses ADD COLUMN n_steps INTEGER;
+        ALTER TABLE analyses ADD COLUMN segments_read JSON;
+        ALTER TABLE analyses ADD COLUMN category VARCHAR;
+        ALTER TABLE analyses ADD COLUMN taxonomy_version VARCHAR;
+        ALTER TABLE reviews ADD COLUMN train_trial_index INTEGER;
+        ALTER TABLE reviews ADD COLUMN step_index INTEGER;
+        ALTER TABLE reviews ADD COLUMN agent VARCHAR;
+        ALTER TABLE reviews ALTER COLUMN analyst DROP NOT NULL;
+        """,
+    ),
 ]
 
 

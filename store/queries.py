@@ -483,7 +483,12 @@ def instance_detail(con, dataset: str, instance_id: str, analyst: str | None,
         SELECT o.model, o.run_id, o.dataset, o.domain, o.split, o.instance_id, o.is_correct,
                p.score, p.output_text, i.raw_instance_id, i.input_text, i.input_messages, i.refs,
                i.choices, p.mapped_output, a.analyst, a.error_title, a.error_summary,
-               a.required_criteria, c.category, c.taxonomy_version, c.classifier,
+               a.required_criteria,
+               -- a transcript's analysis chose its category itself and names its step (migration 021)
+               coalesce(a.category, c.category) AS category,
+               CASE WHEN a.category IS NOT NULL THEN a.taxonomy_version ELSE c.taxonomy_version END AS taxonomy_version,
+               CASE WHEN a.category IS NOT NULL THEN a.analyst ELSE c.classifier END AS classifier,
+               a.step_index, a.step_agent, a.step_quote, a.n_steps,
                r.action AS review_action, r.category AS review_category, r.note AS review_note,
                r.reviewer, r.created_at AS reviewed_at,
                -- how the verdict was reached, and what the harness kept (migration 009)

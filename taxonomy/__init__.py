@@ -3,7 +3,8 @@ classification of error titles, the LLM call layer (cache, cost, retries, concur
 agreement, the discovery of new error types and the verification of analyses by a second LLM.
 
 Public API:
-    analyze(db, analyst, ...)            choose failures, analyse them, classify their titles
+    analyze(db, analyst, ...)            choose failures, analyse them, classify their titles (a failed
+                                         agent transcript: its first decisive error step, taxonomy/transcripts.py)
     classify_titles(titles, classifier)  title → category
     load_taxonomy(path=None)             the shipped erroratlas-v1 or a custom YAML/JSON file
     adopt(db, analyst, names, ...)       add discovered candidates as a new taxonomy version; stage 3 only
@@ -12,19 +13,22 @@ Public API:
     taxonomy.discover.discover(db, analyst, all_failures)     candidate new categories from the titles under Other
                                                               (offline: and the titles in a judge's own words)
     taxonomy.verify.verify(db, verifier, analyst=..., sample=...)  a second LLM's verdicts on the analyses, acceptance rate
+    taxonomy.labels.load_labels(paths, db)  people's labels of agent failures (Who&When) as reviews
 (the last three keep their module's name, so `taxonomy.agreement` / `taxonomy.discover` / `taxonomy.verify` stay the modules)
 """
 
 from .agreement import AgreementError
 from .analyze import Summary, analyze, classify_titles
-from .catalog import (BUILTIN_VERSION, HARD, NO_ERROR, NOT_ERROR_TYPES, OTHER, Taxonomy, TaxonomyError,
-                      load_taxonomy)
+from .catalog import (AGENT_VERSION, BUILTIN_VERSION, ENVIRONMENT, HARD, NO_ERROR, NOT_ERROR_TYPES, OTHER, Taxonomy,
+                      TaxonomyError, load_taxonomy)
 from .discover import DiscoveryError, adopt, cluster_titles
 
 __all__ = [
+    "AGENT_VERSION",
     "AgreementError",
     "BUILTIN_VERSION",
     "DiscoveryError",
+    "ENVIRONMENT",
     "HARD",
     "NO_ERROR",
     "NOT_ERROR_TYPES",

@@ -9,6 +9,12 @@ recall of the analyst against the reference, the confusion matrix (rows: referen
 analyst) and the disagreeing failures — and, because a wrong specific label does more harm than
 an abstention, the precision of the analyst's specific labels (every label but Hard to Analyze
 and Other, No Model Error included: it is a claim too) beside the share it abstained on.
+
+For agent transcripts it also measures the first error's step and agent (`StepReport`): against
+people's labels (reviews with action `label`, e.g. Who&When's) or another analyst, how often the
+analyst names a step (coverage), and its exact-step, ±1-step, ±3-step and agent agreement — as
+accuracy over every labelled transcript (naming no step is a miss, as Who&When counts it) and as
+precision over the transcripts it named a step for, each with its count and a 95% Wilson interval.
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ from typing import Sequence
 
 from store import FaultlineError, read_connection, resolve_db_path
 from store.agreement import analyst_labels, labelled_by_both
+from store.first_errors import labelled_steps
+
 from .catalog import HARD, OTHER
 from .select import choose_analyst
 
@@ -43,6 +51,75 @@ class Pair:
     reference: str  # the reference category
 
 
+def _rate(k: int, n: int) -> dict:
+    """k of n as {k, n, rate, ci} (the 95% Wilson interval; rate and ci null when n is 0)."""
+    if not n:
+        return {"k": k, "n": n, "rate": None, "ci": None}
+    from stats.tests import wilson
+
+    low, high = wilson(k, n)
+    return {"k": k, "n": n, "rate": k / n, "ci": [low, high]}
+
+
+def _same_agent(a: str | None, b: str | None) -> bool:
+    return a is not None and b is not None and " ".join(a.split()).casefold() == " ".join(b.split()).casefold()
+
+
+@dataclass
+class StepReport:
+    """The first error's step and agent against a reference (see the module docstring)."""
+
+    pairs: list[dict] = field(default_factory=list)
+
+    def as_json(self) -> dict:
+        stepped = [p for p in self.pairs if p["ref_step"] is not None]
+        agented = [p for p in self.pairs if p["ref_agent"] is not None]
+        named = [p for p in stepped if p["step_index"] is not None]
+        named_agent = [p for p in agented if p["step_agent"] is not None]
+
+        def within(p: dict, d: int) -> bool:
+            return p["step_index"] is not None and abs(p["step_index"] - p["ref_step"]) <= d
+
+        def count(rows: list[dict], test) -> int:
+            return sum(1 for p in rows if test(p))
+
+        agent = lambda p: _same_agent(p["step_agent"], p["ref_agent"])  # noqa: E731
+        named_any = [p for p in self.pairs if p["step_index"] is not None]
+        either = lambda p: (p["ref_step"] is not None and within(p, 1)) or agent(p)  # noqa: E731
+        return {
+            "n": len(self.pairs),
+            "named": len(named_any),
+            "coverage": len(named_any) / len(self.pairs) if self.pairs else None,
+            "accuracy": {
+                "exact_step": _rate(count(stepped, lambda p: within(p, 0)), len(stepped)),
+                "within_1_step": _rate(count(stepped, lambda p: within(p, 1)), len(stepped)),
+                "within_3_steps": _rate(count(stepped, lambda p: within(p, 3)), len(stepped)),
+                "agent": _rate(count(agented, agent), len(agented)),
+            },
+            "precision": {
+                "exact_step": _rate(count(named, lambda p: within(p, 0)), len(named)),
+                "within_1_step": _rate(count(named, lambda p: within(p, 1)), len(named)),
+                "within_3_steps": _rate(count(named, lambda p: within(p, 3)), len(named)),
+                "agent": _rate(count(named_agent, agent), len(named_agent)),
+                "within_1_step_or_agent": _rate(count(named_any, either), len(named_any)),
+            },
+        }
+
+    def line(self) -> str:
+        if not self.pairs:
+            return ""
+        j = self.as_json()
+        acc, prec = j["accuracy"], j["precision"]
+
+        def pct(m: dict) -> str:
+            return f"{m['rate']:.1%} ({m['k']}/{m['n']})" if m["rate"] is not None else f"- (0/{m['n']})"
+
+        return (f"first error steps on {j['n']} labelled transcripts: a step named for {j['named']} "
+                f"({j['coverage']:.1%}); accuracy exact step {pct(acc['exact_step'])}, ±3 steps "
+                f"{pct(acc['within_3_steps'])}, agent {pct(acc['agent'])}; where a step was named, within ±1 step or "
+                f"the same agent {pct(prec['within_1_step_or_agent'])}")
+
+
 @dataclass
 class Report:
     analyst: str
@@ -57,6 +134,7 @@ class Report:
     labels: list[str] = field(default_factory=list)
     matrix: list[list[int]] = field(default_factory=list)
     specific: dict = field(default_factory=dict)
+    steps: StepReport = field(default_factory=StepReport)
 
     @property
     def disagreements(self) -> list[Pair]:
@@ -79,9 +157,14 @@ class Report:
                     for p in self.disagreements
                 ],
             },
+            "steps": self.steps.as_json(),
         }
 
     def line(self) -> str:
+        steps = self.steps.line()
+        return self._category_line() + (f"; {steps}" if steps else "")
+
+    def _category_line(self) -> str:
         if not self.n:
             return f"agreement of {self.analyst} with {self.against}: no failures labelled by both"
         kappa = f"κ {self.kappa:.3f}" if self.kappa is not None else f"κ undefined ({self.kappa_note})"
@@ -219,7 +302,9 @@ def compare(con, analyst: str | None = None, against: str = "reviews",
         against = choose_analyst(con, against, AgreementError)
     pairs = [Pair(*row) for row in labelled_by_both(con, analyst, against, models, datasets)]
     against_name = "human reviews" if against == "reviews" else against
-    return measure(pairs, analyst, against_name)
+    report = measure(pairs, analyst, against_name)
+    report.steps = StepReport(labelled_steps(con, analyst, against, models, datasets))
+    return report
 
 
 def agreement(db=None, analyst: str | None = None, against: str = "reviews", gold: str | None = None,

@@ -7,6 +7,10 @@ an identical (input, output) pair, and serves from the cache any request already
 
 A run holds the store's run lock from start to end (runlock.py), and before it reads anything it
 stores the answers an earlier run journaled but could not store (journal.py).
+
+Failures with an agent transcript (`transcript_steps`) are analysed by transcripts.py instead:
+their first decisive error step, under the agent taxonomy (erroratlas-agents-v1), whatever
+taxonomy the plain answers use.
 """
 
 from __future__ import annotations
@@ -37,12 +41,14 @@ from store.analysis import (
     title_summaries,
 )
 from store.batches import pending_batches
+from store.first_errors import transcript_lengths
 
-from . import offline
-from .catalog import Taxonomy, TaxonomyError, load_taxonomy
+from . import offline, transcripts as agent_runs
+from .catalog import AGENT_VERSION, Taxonomy, TaxonomyError, load_taxonomy, shipped
 from .classify import DEFAULT_BATCH_SIZE, OFFLINE, StageResult, classify_llm, classify_offline, offline_name
 from .budget import DEFAULT_MAX_TOKENS, Budget, BudgetExhausted, register_prices, require_prices
 from .context import context_budget
+from .first_error import TRANSCRIPT_PROMPT_VERSION, parse_first_error
 from .journal import recover
 from .batch import BatchSession, check_provider
 from .llm import InvalidAnswer, LLMClient, LLMUnavailable, Stats, Writer, gather_all
@@ -76,6 +82,7 @@ class Summary:
     quotes: int = 0  # evidence quotes in the answers of this run
     unverified_quotes: int = 0  # of those, not in the output verbatim
     context_cut: int = 0  # failures whose prompt was cut to fit the analyst's context
+    transcripts: agent_runs.TranscriptCounts = field(default_factory=agent_runs.TranscriptCounts)
 
     @property
     def analysed(self) -> int:
@@ -91,6 +98,7 @@ class Summary:
             + (f"; {self.unverified_quotes} of {self.quotes} evidence quotes not in the output verbatim"
                if self.unverified_quotes else "")
             + (f"; {self.context_cut} prompts cut to fit the analyst's context" if self.context_cut else "")
+            + (f"; {self.transcripts.text()}" if self.transcripts.selected else "")
             + f"; {self.titles_classified} titles classified by {self.classifier}"
             + (f" ({self.fallbacks} fell back to Other)" if self.fallbacks else "")
             + (f", {self.unclassified} left unclassified" if self.unclassified else "")
@@ -243,17 +251,28 @@ def _analyze(path, analyst, classifier, tax, prompt_version, summary, models, da
         check_names("dataset", datasets, known_datasets)
         ensure_taxonomy(con, tax)
         chosen = sample(failures(con, models, datasets), sample_ratio)
+        # agent transcripts go to their own analyst, under the agent taxonomy
+        with_steps = transcript_lengths(con, sorted({f["run_id"] for f in chosen}))
+        transcripts = [f for f in chosen if failure_key(f) in with_steps]
+        chosen = [f for f in chosen if failure_key(f) not in with_steps]
+        agent_tax = shipped(AGENT_VERSION)
+        if transcripts:
+            ensure_taxonomy(con, agent_tax)
+        transcripts_done = {d["key"] for d in analyses_of(con, analyst, agent_runs.prompt_version(analyst))}
         done = analyses_of(con, analyst, prompt_version)
         correct = correct_outputs(con, sorted({f["dataset"] for f in chosen})) if analyst != OFFLINE else {}
         classified = classifications_of(con, tax.version, summary.classifier)
 
-    summary.selected = len(chosen)
+    summary.selected = len(chosen) + len(transcripts)
+    summary.previously_done = sum(1 for f in transcripts if failure_key(f) in transcripts_done)
+    transcripts = [f for f in transcripts if failure_key(f) not in transcripts_done]
+    summary.transcripts.selected = len(transcripts)
     done_by_key = {d["key"]: d for d in done}
     done_by_pair = {d["pair_hash"]: d for d in done}
     # titles to classify: those of model errors (a failure that is not the model's fault has none)
     title_of: dict[tuple, str] = {failure_key(f): done_by_key[failure_key(f)]["error_title"] for f in chosen
                                   if failure_key(f) in done_by_key and done_by_key[failure_key(f)]["no_model_error"] is None}
-    summary.previously_done = sum(1 for f in chosen if failure_key(f) in done_by_key)
+    summary.previously_done += sum(1 for f in chosen if failure_key(f) in done_by_key)
     pending = [f for f in chosen if failure_key(f) not in done_by_key]
 
     # an identical (input, output) pair analysed before (e.g. under another sample) is reused
@@ -292,8 +311,11 @@ def _analyze(path, analyst, classifier, tax, prompt_version, summary, models, da
                 save_batch(con, batch)
         summary.analysed_now += len(batch.analyses)
         groups = {}
+        agent_runs.analyse_offline(path, transcripts, summary.transcripts)
+        summary.analysed_now += summary.transcripts.analysed
+        transcripts = []
 
-    needs_llm = bool(groups) or classifier != OFFLINE
+    needs_llm = bool(groups) or classifier != OFFLINE or bool(transcripts)
     batch, resume, poll_s = batching
     if needs_llm or (resume and has_pending):
         session = None
@@ -301,9 +323,11 @@ def _analyze(path, analyst, classifier, tax, prompt_version, summary, models, da
             # without --resume a store with uncollected batches is refused (open() says so)
             session = BatchSession(path, summary.budget, submit=batch, resume=resume, poll_s=poll_s, log=log,
                                    parsers={ANALYSIS_PROMPT_VERSION: parse_analysis,
-                                            CLASSIFY_PROMPT_VERSION: parse_classification})
+                                            CLASSIFY_PROMPT_VERSION: parse_classification,
+                                            TRANSCRIPT_PROMPT_VERSION: parse_first_error})
         asyncio.run(_run_llm(
             path, analyst, classifier, tax, groups, correct, title_of, classified, summary,
+            transcripts=transcripts, agent_tax=agent_tax,
             api_base=api_base, concurrency=concurrency, max_cost=max_cost, batch_size=batch_size,
             timeout=timeout, backoff_s=backoff_s, max_tokens=max_tokens, context_tokens=context_tokens,
             retry_cut_off=retry_cut_off, progress=progress, log=log, session=session,
@@ -327,6 +351,7 @@ async def _run_llm(
     path, analyst: str, classifier: str, tax: Taxonomy, groups: dict[str, list[dict]], correct: dict,
     title_of: dict, classified: dict, summary: Summary, *, api_base, concurrency, max_cost, batch_size,
     timeout, backoff_s, max_tokens, context_tokens, retry_cut_off, progress, log, session: BatchSession | None = None,
+    transcripts: list[dict] = (), agent_tax: Taxonomy | None = None,
 ) -> None:
     clients: dict[str, LLMClient] = {}
 
@@ -353,6 +378,9 @@ async def _run_llm(
             if groups:
                 await _stage1(path, analyst, tax, groups, correct, title_of, summary, client_for, batch_size, progress, log, max_cost,
                               context_tokens)
+            if transcripts:
+                await _transcripts(path, analyst, transcripts, summary, client_for, agent_tax, progress, log,
+                                   context_tokens)
             if classifier != OFFLINE:
                 await _stage3(path, classifier, tax, title_of, classified, summary, client_for, batch_size, progress)
         except BudgetExhausted:
@@ -447,6 +475,21 @@ async def _stage1(path, analyst, tax, groups, correct, title_of, summary, client
         bar.close()
         await writer.close()
         summary.analysis_seconds = time.perf_counter() - t0
+
+
+async def _transcripts(path, analyst, transcripts, summary, client_for, agent_tax, progress, log, context_tokens) -> None:
+    """The failed agent transcripts, read by the LLM analyst (transcripts.py); their categories are
+    chosen at stage 1, so they add no titles to stage 3."""
+    counts = summary.transcripts
+    before = counts.analysed
+    bar = _bar(len(transcripts), "reading transcripts", "transcript", progress)
+    try:
+        await agent_runs.analyse_llm(path, analyst, transcripts, counts, client_for, agent_tax,
+                                     context_tokens=context_tokens, log=log, bar=bar.update)
+    finally:
+        bar.close()
+        summary.analysed_now += counts.analysed - before
+        summary.unanalysed += counts.unanalysed
 
 
 def _outcome(fa) -> tuple[str, str, str | None]:

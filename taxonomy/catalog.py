@@ -1,4 +1,6 @@
-"""Taxonomies as data: the shipped `erroratlas-v1` and user files (YAML or JSON) with their own version."""
+"""Taxonomies as data: the shipped `erroratlas-v1` (plain answers), `erroratlas-agents-v1` (agent
+transcripts: ErrorAtlas's categories and agent error types) and user files (YAML or JSON) with
+their own version."""
 
 from __future__ import annotations
 
@@ -13,11 +15,16 @@ from store.analysis import NO_MODEL_ERROR
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 BUILTIN_VERSION = "erroratlas-v1"
+# the version agent transcripts are classified under (plain answers stay under BUILTIN_VERSION)
+AGENT_VERSION = "erroratlas-agents-v1"
+SHIPPED = (BUILTIN_VERSION, AGENT_VERSION)
 OTHER = "Other"
 HARD = "Hard to Analyze"
 NO_ERROR = NO_MODEL_ERROR  # an analysis that found the failure is not the model's fault
+# an agent run that failed because its environment did (agent taxonomy): not the model's fault
+ENVIRONMENT = "Environment Failure"
 # Labels that are not error types: counted and shown apart, never tested as a model's error type.
-NOT_ERROR_TYPES = (OTHER, HARD, NO_ERROR)
+NOT_ERROR_TYPES = (OTHER, HARD, NO_ERROR, ENVIRONMENT)
 
 
 class TaxonomyError(FaultlineError):
@@ -80,11 +87,17 @@ def _parse(data: object, source: str) -> Taxonomy:
     return Taxonomy(version.strip(), str(data.get("name") or version), tuple(parsed), source)
 
 
+def shipped(version: str = BUILTIN_VERSION) -> Taxonomy:
+    """A taxonomy shipped with Faultline (SHIPPED), by version."""
+    if version not in SHIPPED:
+        raise TaxonomyError(f"{version!r} is not a shipped taxonomy ({', '.join(SHIPPED)})")
+    return _parse(yaml.safe_load((DATA_DIR / f"{version}.yaml").read_text(encoding="utf-8")), "builtin")
+
+
 def load_taxonomy(path: str | Path | None = None) -> Taxonomy:
-    """The shipped taxonomy (no path) or one read from a YAML/JSON file."""
+    """The shipped taxonomy for plain answers (no path) or one read from a YAML/JSON file."""
     if path is None:
-        builtin = DATA_DIR / f"{BUILTIN_VERSION}.yaml"
-        return _parse(yaml.safe_load(builtin.read_text(encoding="utf-8")), "builtin")
+        return shipped(BUILTIN_VERSION)
     from ingest.errors import IngestError
     from ingest.files import read_capped
     from ingest.jsonio import parse_json
@@ -102,9 +115,9 @@ def load_taxonomy(path: str | Path | None = None) -> Taxonomy:
     except RecursionError:
         raise TaxonomyError(f"{p}: nested too deeply to read") from None
     tax = _parse(data, str(p))
-    if tax.version == BUILTIN_VERSION and tax.categories != load_taxonomy().categories:
+    if tax.version in SHIPPED and tax.categories != shipped(tax.version).categories:
         raise TaxonomyError(
-            f"{p}: version {BUILTIN_VERSION!r} is the shipped taxonomy and never changes; "
+            f"{p}: version {tax.version!r} is a shipped taxonomy and never changes; "
             "give your taxonomy its own version"
         )
     return tax

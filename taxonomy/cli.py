@@ -1,4 +1,4 @@
-"""`python -m taxonomy analyze|verify|classify|agreement|discover|adopt` — thin argument handling around the taxonomy package."""
+"""`python -m taxonomy analyze|verify|classify|agreement|labels|discover` — thin argument handling around the taxonomy package."""
 
 from __future__ import annotations
 
@@ -124,6 +124,11 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--datasets", nargs="+", default=[], metavar="D", help="only these datasets")
     g.add_argument("--json", action="store_true", help="print the report as JSON")
 
+    lb = sub.add_parser("labels", help="load people's labels of agent failures (Who&When: agent, step, reason) as reviews")
+    lb.add_argument("paths", nargs="+", metavar="PATH", help="Who&When logs: a .json file or a folder of them, ingested first")
+    lb.add_argument("--db", help="database file (default: $FAULTLINE_DB or data/faultline.duckdb)")
+    lb.add_argument("--reviewer", default="Who&When annotators", help="who made the labels (default: 'Who&When annotators')")
+
     d = sub.add_parser("discover", help="cluster the error titles filed under Other into candidate new categories")
     d.add_argument("--db", help="database file (default: $FAULTLINE_DB or data/faultline.duckdb)")
     d.add_argument("--analyst", help="whose titles to cluster (default: the analyst with the most labels); "
@@ -216,9 +221,26 @@ def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
+def _print_steps(report) -> None:
+    j = report.steps.as_json()
+    if not j["n"]:
+        return
+    print(f"\nfirst error steps ({report.analyst} vs {report.against}): {j['n']} labelled transcripts, "
+          f"a step named for {j['named']} ({j['coverage']:.1%})")
+    print("measure\taccuracy (all labelled)\tprecision (step named)")
+    for name in ("exact_step", "within_1_step", "within_3_steps", "agent", "within_1_step_or_agent"):
+        cells = []
+        for part in ("accuracy", "precision"):
+            m = j[part].get(name)
+            cells.append("" if m is None else "-" if m["rate"] is None else
+                         f"{m['rate']:.3f} ({m['k']}/{m['n']}; 95% CI {m['ci'][0]:.3f} to {m['ci'][1]:.3f})")
+        print(f"{name}\t" + "\t".join(cells))
+
+
 def _print_agreement(report) -> None:
     if not report.n:
-        print(f"No failures labelled by both {report.analyst} and {report.against}.")
+        print(f"No failures labelled by both {report.analyst} and {report.against} with a category.")
+        _print_steps(report)
         return
     print(f"{report.analyst} vs {report.against}: n {report.n}, agreement {report.agreement:.3f}, "
           + (f"kappa {report.kappa:.3f} (95% bootstrap CI {report.kappa_ci[0]:.3f} to {report.kappa_ci[1]:.3f})"
@@ -239,6 +261,7 @@ def _print_agreement(report) -> None:
         print("\ndisagreements (dataset:instance_id, model, analyst → reference)")
         for p in report.disagreements:
             print(f"{p.dataset}:{p.instance_id}\t{p.model}\t{p.analyst} → {p.reference}")
+    _print_steps(report)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -262,6 +285,11 @@ def main(argv: list[str] | None = None) -> int:
 
         if args.command == "verify":
             return _verify(args, progress)
+        if args.command == "labels":
+            from .labels import load_labels
+
+            print(load_labels(args.paths, args.db, args.reviewer).line())
+            return 0
 
         from .analyze import analyze, classify_titles
 

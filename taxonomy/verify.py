@@ -25,6 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from store import StoreError, writable_db_path, write_session
 from store.batches import pending_batches
+from store.first_errors import transcript_lengths
 from store.analysis import (
     Batch,
     cached_responses,
@@ -135,6 +136,7 @@ class VerifySummary:
     stopped: str | None = None
     batches: str = ""  # what went through the batch API (--batch / --resume)
     seconds: float = 0.0
+    transcripts: int = 0  # analyses of agent transcripts, left out: the verifier reads answers, not transcripts
 
     @property
     def n(self) -> int:
@@ -170,6 +172,8 @@ class VerifySummary:
             head + f"; {self.verified_now} verified now, {self.previously_verified} earlier"
             + (f", {self.unverified} without a valid answer" if self.unverified else "")
             + (f"; {self.context_cut} prompts cut to fit the verifier's context" if self.context_cut else "")
+            + (f"; {self.transcripts} analyses of agent transcripts left out (verify-v1 reads answers, not "
+               "transcripts)" if self.transcripts else "")
             + f"; {calls_text(s, self.recovered)}; cost ${s.cost_usd:.4f}; "
             + (f"{self.batches}; " if self.batches else "")
             + f"{self.seconds:.1f} s"
@@ -231,6 +235,10 @@ def verify(
             summary.analyst = analyst = choose_analyst(con, analyst, TaxonomyError)
             analyses = latest_analyses(con, analyst)
             chosen = [(f, analyses[failure_key(f)]) for f in failures(con, models, datasets) if failure_key(f) in analyses]
+            # an agent transcript's analysis names a step the verify-v1 prompt does not show
+            with_steps = transcript_lengths(con, sorted({f["run_id"] for f, _ in chosen}))
+            summary.transcripts = sum(1 for f, _ in chosen if failure_key(f) in with_steps)
+            chosen = [(f, a) for f, a in chosen if failure_key(f) not in with_steps]
             if sample is not None:
                 chosen = sorted(chosen, key=lambda fa: _rank(fa[0]))[:sample]
             done = verdicts_of(con, analyst, verifier, VERIFY_PROMPT_VERSION)

@@ -9,6 +9,12 @@ or a verifier's verdict (rejecting REJECTED_TITLES). Faults are queued per purpo
 missing a title. Every request it receives is recorded, so tests can count and inspect them.
 
 Fault "cut_off" is truncated JSON with finish_reason "length", as when an answer reaches max_tokens.
+
+Agent transcripts ("transcript": the first-error prompt, schema `first_error`): `transcript_steps(body)`
+reads the numbered steps a request shows; the answer comes from `first_error(steps, body)` when the
+test gives one, else it names the first step with an error (else the last step), its agent and the
+first line of its text. Faults "bad_step" (a step outside those shown), "bad_quote" (a quote that
+is not in the step) and "bad_agent" (an agent the transcript does not name) spoil the next answer.
 It also implements OpenAI's batch API (`/v1/files` upload and content, `/v1/batches` create,
 retrieve, list) with JSONL in and out: each line of a batch is answered as the chat endpoint would
 answer it (faults included) and billed once, when the batch is processed. Batches stay
@@ -56,7 +62,10 @@ TITLE_CATEGORY = {
     "Invents a source that does not exist": "Hallucination",
     "Omits a required step of the answer": "Incomplete Content",
 }
-FAULTS = {"401", "429", "500", "slow", "truncated", "cut_off", "unknown_category", "missing_title"}
+FAULTS = {"401", "429", "500", "slow", "truncated", "cut_off", "unknown_category", "missing_title", "bad_step",
+          "bad_quote", "bad_agent"}
+_STEP = re.compile(r'<step n="(\d+)"([^>]*)>\n(.*?)\n</step>', re.S)
+_ATTR = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*")')
 
 
 def _purpose(body: dict) -> str:
@@ -67,6 +76,8 @@ def _purpose(body: dict) -> str:
         return "discovery"
     if name == "analysis_verification" or "<analysis_under_review>" in text:
         return "verification"
+    if name == "first_error" or "<transcript steps=" in text:
+        return "transcript"
     if name:
         return "classification" if "classif" in name else "analysis"
     return "classification" if "TITLES TO CLASSIFY" in text else "analysis"
@@ -89,6 +100,31 @@ def classify_items(body: dict) -> list:
     text = body["messages"][-1]["content"]
     m = re.search(r"TITLES TO CLASSIFY \(JSON\):\n(\[.*\])", text, re.S)
     return json.loads(m.group(1)) if m else []
+
+
+def transcript_steps(body: dict) -> list[dict]:
+    """The steps a first-error request shows: [{n, agent, role, kind, tool, body}] in order."""
+    text = next(m["content"] for m in body["messages"] if m["role"] == "user")
+    out = []
+    for n, attrs, content in _STEP.findall(text):
+        step = {"n": int(n), "body": content}
+        step.update({k: json.loads(v) for k, v in _ATTR.findall(attrs)})
+        out.append(step)
+    return out
+
+
+def default_first_error(steps: list[dict], body: dict) -> dict:
+    """The first step with an error, else the last step; its agent (the one before it for a tool's
+    result) and the first line of its text."""
+    chosen = next((s for s in steps if "\nerror: " in "\n" + s["body"]), steps[-1])
+    agent = chosen.get("agent")
+    if chosen.get("kind") == "tool result":
+        before = [s for s in steps if s["n"] < chosen["n"] and s.get("kind") != "tool result"]
+        agent = before[-1].get("agent") if before else agent
+    quote = next((line for line in chosen["body"].splitlines() if line.strip()), "")[:40]
+    return {"first_error": {"step": chosen["n"], "agent": agent, "quote": quote, "category": "Tool Error Ignored",
+                            "error_title": "Goes on after a failed step", "error_summary": "Scripted: the run went on."},
+            "not_model_error": None}
 
 
 def title_for(output: str) -> str:
@@ -154,7 +190,7 @@ class FakeLLMServer:
 
     def __init__(self, latency: float = 0.0, slow_seconds: float = 1.5, retry_after: str = "1",
                  completion_tokens: int | None = None, honour_max_tokens: bool = True, storm: float = 0.0,
-                 no_error=None, send_usage: bool = True):
+                 no_error=None, send_usage: bool = True, first_error=None):
         self.latency = latency
         self.slow_seconds = slow_seconds
         self.retry_after = retry_after
@@ -163,12 +199,13 @@ class FakeLLMServer:
         self.storm = storm
         self.no_error = no_error  # failed output -> True: the analyst finds no error (ErrorMap's empty answer)
         self.send_usage = send_usage
+        self.first_error = first_error or default_first_error  # (steps, body) -> answer dict
         self._storm_rng = random.Random(11)
         self.requests: list[dict] = []
         self.statuses: list[int] = []
         self.times: list[float] = []
         self._faults: dict[str, deque] = {"analysis": deque(), "classification": deque(), "discovery": deque(),
-                                          "verification": deque()}
+                                          "verification": deque(), "transcript": deque()}
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -226,6 +263,8 @@ class FakeLLMServer:
             content = json.dumps(verification_answer(body))
         elif purpose == "discovery":
             content = json.dumps(discovery_answer(body))
+        elif purpose == "transcript":
+            content = json.dumps(self._first_error_answer(body, fault))
         else:
             content = json.dumps(classification_answer(body, fault))
         if fault == "truncated":
@@ -252,6 +291,21 @@ class FakeLLMServer:
         if not self.send_usage:
             del payload["usage"]
         return 200, {}, json.dumps(payload).encode(), delay
+
+    def _first_error_answer(self, body: dict, fault: str | None) -> dict:
+        steps = transcript_steps(body)
+        answer = self.first_error(steps, body)
+        fe = answer.get("first_error")
+        if fe is not None and fault in ("bad_step", "bad_quote", "bad_agent"):
+            fe = dict(fe)
+            if fault == "bad_step":
+                fe["step"] = max(s["n"] for s in steps) + 7
+            elif fault == "bad_quote":
+                fe["quote"] = "words that step never says"
+            else:
+                fe["agent"] = "Nobody_In_This_Run"
+            answer = {**answer, "first_error": fe}
+        return answer
 
     # ------------------------------------------------------------ the batch API
 

@@ -64,10 +64,12 @@ def test_cli_json_has_exactly_the_documented_keys(tmp_db):
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert set(out) == {"n", "agreement", "kappa", "kappa_ci", "per_category", "confusion", "specific",
-                        "specific_right", "specific_precision", "abstained", "abstention_rate"}
+                        "specific_right", "specific_precision", "abstained", "abstention_rate", "steps"}
     # every label of this analyst is specific; precision among them is the raw agreement
     assert (out["specific"], out["abstained"], out["abstention_rate"]) == (30, 0, 0.0)
     assert out["specific_precision"] == pytest.approx(out["agreement"])
+    # plain answers have no first error steps: the steps part counts none
+    assert out["steps"]["n"] == 0 and out["steps"]["coverage"] is None
     assert out["n"] == 30 and out["kappa"] == pytest.approx(cohen_kappa_score(HUMAN, ANALYST))
     assert out["confusion"]["matrix"] == confusion_matrix(HUMAN, ANALYST, labels=CATS).tolist()
     assert {"dataset": "d", "instance_id": "q06", "model": "m1", "analyst": "Calculation Error",

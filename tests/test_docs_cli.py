@@ -19,6 +19,7 @@ COMMANDS = {
     ("taxonomy", "classify"): ("analysis.md",),
     ("taxonomy", "agreement"): ("analysis.md",),
     ("taxonomy", "discover"): ("analysis.md",),
+    ("taxonomy", "labels"): ("analysis.md",),
     ("stats", "accuracy"): ("stats.md",),
     ("stats", "compare"): ("stats.md",),
     ("stats", "report"): ("stats.md",),

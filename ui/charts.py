@@ -39,7 +39,7 @@ _ERRORATLAS = ["Calculation Error", "Reasoning Error", "Incomplete Content", "Co
                "Factual Error", "Formatting Error", "Question Misinterpretation", "Code Error",
                "Unwarranted Assumption", "Irrelevant/Off-Topic", "Verbosity", "Policy Violation",
                "Refusal", "Hallucination"]
-_GREYS = dict(zip(NOT_ERROR_TYPES, ["#8c8c8c", "#b5b5b5", "#d9d9d9"]))
+_GREYS = dict(zip(NOT_ERROR_TYPES, ["#8c8c8c", "#b5b5b5", "#d9d9d9", "#a3a3a3"]))
 CATEGORY_COLOURS = {**dict(zip(_ERRORATLAS, _TABLEAU)), **_GREYS}
 
 # the compare page's findings: the chart's marks and the table's column say the same thing
