@@ -13,6 +13,7 @@ from conftest import FIXTURES, q, requires_fixtures, run_module
 from ingest.transcript import Transcript
 from seed_store import seed
 from taxonomy import analyze
+from taxonomy.offline import VERSION as OFFLINE_VERSION
 from taxonomy.detectors.transcript import analyse
 from taxonomy.steps import quote_resolves
 from transcripts_gen import seed_transcripts
@@ -203,7 +204,7 @@ def test_the_offline_analyst_stores_each_transcript_with_its_step_and_keeps_plai
     assert (summary.transcripts.selected, summary.transcripts.with_step, summary.transcripts.hard) == (2, 1, 1)
     rows = q(tmp_db, """SELECT instance_id, prompt_version, step_index, step_agent, step_quote, n_steps, category,
                                taxonomy_version, segments_read FROM analyses ORDER BY instance_id""")
-    assert rows[0][0] == "p1" and rows[0][1] == "offline-v3" and rows[0][2:] == (None,) * 7
+    assert rows[0][0] == "p1" and rows[0][1] == OFFLINE_VERSION and rows[0][2:] == (None,) * 7
     assert rows[1:] == [
         ("t1", "offline-transcript-v1", 3, "solver", "It is 42.", 4, "Tool Error Ignored", "erroratlas-agents-v1", None),
         ("t2", "offline-transcript-v1", None, None, None, 3, "Hard to Analyze", "erroratlas-agents-v1", None)]
