@@ -80,6 +80,11 @@ def active_db() -> Path:
     built: the demo store is shown when it exists, else `require_data` says there is no store. A
     store at a URL is read from its verified local copy; when there is none to be had the page
     says why and stops."""
+    if store.is_remote_db():
+        from store import remote
+
+        # a page never waits past its query deadline for a download (store/remote.py)
+        remote.serve_pages(query_timeout())
     try:
         db = store.resolve_db_path()
     except store.FaultlineError as exc:
