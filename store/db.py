@@ -137,6 +137,10 @@ def _trusted(con: duckdb.DuckDBPyConnection, path: Path) -> list[str]:
     """The migrations the store records, once its schema is known to be Faultline's own: a store
     a newer Faultline wrote, or one whose views, macros or tables differ from what those
     migrations create, is refused before anything reads it (store/trust.py)."""
+    state = trust.file_state(path)  # taken while this connection holds the file
+    known = trust.checked(state)
+    if known is not None:
+        return list(known)
     tables = {r[0] for r in con.execute(
         "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
         "AND schema_name = 'main' AND table_name = 'schema_migrations'").fetchall()}
@@ -144,6 +148,7 @@ def _trusted(con: duckdb.DuckDBPyConnection, path: Path) -> list[str]:
                if tables else [])
     refuse_newer(applied, str(path))
     trust.check_catalog(con, str(path), applied)
+    trust.remember(state, applied)
     return applied
 
 
@@ -392,11 +397,15 @@ def _writing(path: Path, timeout: float, **access) -> Iterator[tuple[duckdb.Duck
             # this process's own lingering reader would keep the file open the other way
             _READERS.release()
             con = _open(path, read_only=False, timeout=timeout, **access)
+            wrote = False
             try:
                 _trusted(con, path)
                 yield con, migrate(con)
+                wrote = True
             finally:
                 con.close()
+            if wrote:  # what this session wrote is Faultline's own: its next opening need not re-check it
+                trust.remember(trust.file_state(path), [name for name, _ in MIGRATIONS])
     except (duckdb.Error, OSError) as exc:
         refused = write_failure(path, exc)
         if refused is None:

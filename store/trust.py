@@ -30,14 +30,14 @@ import duckdb
 
 from .errors import StoreError
 
-# Set when the database is opened (before any of its SQL can run).
+# Set as the database is opened: a store whose catalog names an extension's type must not make
+# DuckDB download or load that extension while reading it. The rest is set right after (`connect`),
+# since DuckDB shares one database per file within a process and refuses a second connection
+# with another opening configuration: tests and tools that read a store alongside the app pass
+# this same config (duckdb.connect(path, config=OPEN_CONFIG)).
 OPEN_CONFIG = {
     "autoload_known_extensions": False,
     "autoinstall_known_extensions": False,
-    "allow_community_extensions": False,
-    "allow_persistent_secrets": False,
-    # a view naming a pandas/Arrow variable would read whatever the calling frame holds
-    "python_enable_replacements": False,
 }
 SCHEMA_MIGRATIONS_DDL = (
     "CREATE TABLE schema_migrations ("
@@ -68,7 +68,14 @@ def connect(path: str, read_only: bool, settings: dict[str, object] | None = Non
     access is turned off and the configuration locked, before any query touches the store."""
     con = duckdb.connect(path, read_only=read_only, config=OPEN_CONFIG)
     try:
+        if con.execute("SELECT current_setting('lock_configuration')").fetchone()[0]:
+            # DuckDB hands a process one database per file: another connection here set it up
+            _check_shared(con, settings, allowed_paths, allowed_directories)
+            return con
         con.execute("SET enable_progress_bar = false")  # DuckDB draws one on stdout; CLI output is ours
+        con.execute("SET allow_persistent_secrets = false")
+        con.execute("SET allow_community_extensions = false")
+        con.execute("SET python_enable_replacements = false")
         for name, value in (settings or {}).items():
             con.execute(f"SET {name} = {_literal(str(value))}")
         paths, folders = list(allowed_paths), list(allowed_directories)
@@ -82,6 +89,24 @@ def connect(path: str, read_only: bool, settings: dict[str, object] | None = Non
         con.close()
         raise
     return con
+
+
+def _check_shared(con: duckdb.DuckDBPyConnection, settings: dict | None, allowed_paths: Iterable[str],
+                  allowed_directories: Iterable[str]) -> None:
+    """A connection to a database another connection of this process configured: it must be
+    locked with external access off, and allow what this caller needs; else it is refused as a
+    configuration conflict (store/db.py waits for the other connection to close)."""
+    def setting(name: str):
+        return con.execute(f"SELECT current_setting('{name}')").fetchone()[0]
+
+    wanted = (all(p in (setting("allowed_paths") or []) for p in allowed_paths)
+              and all(d in (setting("allowed_directories") or []) for d in allowed_directories)
+              and all(str(setting(k)).lower() == str(v).lower() for k, v in (settings or {}).items()
+                      if k != "memory_limit"))
+    if setting("enable_external_access") or not wanted:
+        con.close()
+        raise duckdb.ConnectionException(
+            "the store is open in this process with a different configuration (another connection holds it)")
 
 
 # ------------------------------------------------------------------ the catalog check
@@ -155,6 +180,47 @@ def differences(found: dict[tuple[str, str, str], str], expected: dict[tuple[str
         elif found[key] != expected[key]:
             out.append(f"{label} (changed)")
     return out
+
+
+# The file states (device, inode, size, times of the store and its WAL) this process has checked,
+# or left by its own writes, with the migrations they record: a command that opens one store many
+# times (an analysis commits as answers arrive) checks it once, while any change to the file by
+# anyone else changes its state and is checked again.
+_checked: dict[tuple, tuple[str, ...]] = {}
+_checked_lock = threading.Lock()
+
+
+def file_state(path) -> tuple | None:
+    import os
+
+    parts = []
+    for p in (str(path), f"{path}.wal"):
+        try:
+            st = os.stat(p)
+        except FileNotFoundError:
+            parts.append(None)
+            continue
+        except OSError:
+            return None
+        parts.append((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+    return tuple(parts)
+
+
+def checked(state: tuple | None) -> tuple[str, ...] | None:
+    """The migrations of a file state this process checked (None: not checked)."""
+    if state is None:
+        return None
+    with _checked_lock:
+        return _checked.get(state)
+
+
+def remember(state: tuple | None, applied) -> None:
+    if state is None:
+        return
+    with _checked_lock:
+        if len(_checked) > 256:
+            _checked.clear()
+        _checked[state] = tuple(applied)
 
 
 def check_catalog(con: duckdb.DuckDBPyConnection, where: str, applied: Iterable[str],
