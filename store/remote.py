@@ -420,11 +420,13 @@ def source(spec: str) -> Source:
                                f"(set {CACHE_ENV} to a writable folder)") from None
     fetch = _begin(spec)
     known = _load_meta(meta_path, copy)
-    wait = _page_wait
-    if wait is None:
+    if _page_wait is None:
         fetch.done.wait()
     else:
-        fetch.done.wait(min(wait, PAGE_WAIT_WITH_COPY_S) if known is not None else wait)
+        # counted from the fetch's start: every page (and every call of one page) that finds it
+        # running waits only for what is left of that time, never a full wait of its own
+        limit = min(_page_wait, PAGE_WAIT_WITH_COPY_S) if known is not None else _page_wait
+        fetch.done.wait(max(fetch.started + limit - time.monotonic(), 0))
     if not fetch.done.is_set():
         shown = display(spec)
         if known is None:
