@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from ..errors import MALFORMED, IngestError, malformed
 from .. import files
 from ..evidence import EXPLANATION_FIELDS, common, judge_score, positive_int, render_messages, system_text
-from ..jsonio import expect, load_json, load_jsonl
+from ..jsonio import expect, json_type, load_json, load_jsonl
 from ..options import ReadOptions
 from ..passfail import HarnessAggregate, agreement, lookup, make_rule
 from ..names import canonical_dataset, question_hash
@@ -242,8 +242,7 @@ AGGREGATE_TYPES: dict[str, type] = {
     "schema_version": str, "evaluation_id": str, "retrieved_timestamp": str, "evaluation_results": list,
     "model_info": dict, "source_metadata": dict, "detailed_evaluation_results": dict,
 }
-_JSON_TYPES = {str: "a string", list: "an array", dict: "an object", bool: "true/false", int: "a number",
-               float: "a number", type(None): "null"}
+_JSON_TYPES = {str: "a string", list: "an array", dict: "an object"}
 
 
 def _line_of(path: Path, key: str) -> str:
@@ -262,13 +261,13 @@ def _check_aggregate(aggregate: dict, path: Path) -> None:
     for key, expected in AGGREGATE_TYPES.items():
         value = aggregate.get(key)
         if value is not None and not isinstance(value, expected):
-            raise IngestError(f"{path}{_line_of(path, key)}: {key} is {_JSON_TYPES.get(type(value), type(value).__name__)}, "
+            raise IngestError(f"{path}{_line_of(path, key)}: {key} is {json_type(value)}, "
                               f"where the Every Eval Ever schema has {_JSON_TYPES[expected]}; not an aggregate "
                               "Faultline can read")
     for n, result in enumerate(aggregate.get("evaluation_results") or []):
         if not isinstance(result, dict):
             raise IngestError(f"{path}{_line_of(path, 'evaluation_results')}: evaluation_results[{n}] is "
-                              f"{_JSON_TYPES.get(type(result), type(result).__name__)}, where the schema has an object")
+                              f"{json_type(result)}, where the schema has an object")
 
 
 def _linked_result(results: list, sample: _Sample, n_groups: int, judged_by_is_correct: bool) -> tuple[dict, str | None]:

@@ -40,7 +40,7 @@ from pydantic import ValidationError
 from ..errors import IngestError, read_each
 from .. import files
 from ..evidence import common, positive_int, render_messages, system_text
-from ..jsonio import decode_utf8, expect, load_json, parse_json, read_bytes, try_parse
+from ..jsonio import decode_utf8, expect, json_type, load_json, parse_json, read_bytes, try_parse
 from ..names import canonical_dataset, question_hash
 from ..options import ReadOptions
 from ..passfail import HarnessAggregate, agreement, lookup, make_rule, metric_key
@@ -170,20 +170,15 @@ FIELD_TYPES: dict[str, tuple[type, ...]] = {
 _TYPE_NAMES = {int: "an integer", str: "a string", dict: "an object", list: "an array"}
 
 
-def _json_type(value: Any) -> str:
-    return {bool: "true/false", int: "a number", float: "a number", str: "a string", list: "an array",
-            dict: "an object", type(None): "null"}.get(type(value), type(value).__name__)
-
-
 def _check_types(row: dict, where: str) -> None:
     for key, types in FIELD_TYPES.items():
         if key in row and (not isinstance(row[key], types) or isinstance(row[key], bool)):
             expected = " or ".join(_TYPE_NAMES[t] for t in types)
-            raise IngestError(f"{where}: {key} is {_json_type(row[key])} ({str(row[key])[:60]!r}); lm-eval writes "
+            raise IngestError(f"{where}: {key} is {json_type(row[key])} ({str(row[key])[:60]!r}); lm-eval writes "
                               f"{expected} there: not an lm-eval sample of the shape Faultline reads")
     for name in row.get("metrics") or []:
         if not isinstance(name, str):
-            raise IngestError(f"{where}: metrics lists {_json_type(name)} ({name!r}); expected metric names")
+            raise IngestError(f"{where}: metrics lists {json_type(name)} ({name!r}); expected metric names")
         if name in row:
             _check_score(row[name], name, where)
 
@@ -194,7 +189,7 @@ def _check_score(value: Any, metric: str, where: str) -> None:
         return
     if isinstance(value, str) and _number(value) is not None:
         return  # lm-eval's own spelling of non-finite values ("Infinity", "NaN")
-    raise IngestError(f"{where}: {metric} is {_json_type(value)} ({str(value)[:60]!r}), not a score "
+    raise IngestError(f"{where}: {metric} is {json_type(value)} ({str(value)[:60]!r}), not a score "
                       "(a number, true/false, or a [gold, prediction] pair)")
 
 
