@@ -11,13 +11,16 @@
 Such a store is opened read-only. DuckDB can read a remote file itself through its httpfs
 extension, but DuckDB fetches extensions from its own site at run time, which a hosted or
 firewalled machine often cannot reach, and a dashboard runs dozens of queries per page, each a
-round of range requests. So the file is downloaded once into a cache folder (streamed to a
-temporary file, size-capped, checked to be a DuckDB file with Faultline's tables, brought to this
-Faultline's schema, then renamed into place: a reader never sees half a copy) and revalidated
-with a conditional GET (ETag / Last-Modified; 304 keeps the copy) at most every
-`FAULTLINE_REMOTE_TTL` seconds. When the server cannot be reached, a verified copy is used and
-a note says so; without one the store is refused. MotherDuck has no file to download: its
-extension is the only way in, and when it cannot load the message says so.
+round of range requests. So the file is downloaded into a cache folder and revalidated with a
+conditional GET (ETag / Last-Modified; 304 keeps the copy) at most every `FAULTLINE_REMOTE_TTL`
+seconds. A download runs in a thread of its own, under no lock a page waits on, with a total
+deadline and a stall rule (`_download`); pages show the verified copy meanwhile, and say how old
+it is (`source`). A download is untrusted input: it becomes the copy only once verified in full
+(`verify`: Faultline's schema and nothing else, every table read to the end and rewritten, every
+published checksum matched); one that fails, like a server that cannot be reached, leaves the
+verified copy in place with a note saying why; without one the store is refused. MotherDuck has
+no file to download: its extension is the only way in, and when it cannot load the message says
+so.
 
 Credentials come only from the environment (on Streamlit Community Cloud top-level secrets are
 exported as environment variables): they are sent, never stored, and URLs are shown without
