@@ -23,6 +23,7 @@ an in-memory database, so it follows the code (a new migration needs nothing her
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import Iterable
 
@@ -167,12 +168,21 @@ def reference(applied: Iterable[str]) -> dict[tuple[str, str, str], str]:
         return found
 
 
+_PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+
+
+def _shown(name: str) -> str:
+    """An object's name as a message may carry it: the store chose it, and a message is shown on
+    pages (Markdown) and terminals, so only a plain identifier is repeated."""
+    return name if _PLAIN_NAME.fullmatch(name) else f"<a name of {len(name)} characters, not a plain identifier>"
+
+
 def differences(found: dict[tuple[str, str, str], str], expected: dict[tuple[str, str, str], str]) -> list[str]:
     """What differs, as `kind name (how)` phrases, in a stable order."""
     out = []
     for key in sorted(set(found) | set(expected)):
         kind, schema, name = key
-        label = f"{kind} {name}" if schema == "main" else f"{kind} {schema}.{name}"
+        label = f"{kind} {_shown(name)}" if schema == "main" else f"{kind} {_shown(schema)}.{_shown(name)}"
         if key not in expected:
             out.append(f"{label} (not Faultline's)")
         elif key not in found:

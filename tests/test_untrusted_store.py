@@ -116,6 +116,23 @@ def test_an_untouched_store_of_every_vintage_is_accepted(tmp_path):
             con.close()
 
 
+def test_object_names_the_store_chose_are_repeated_only_when_plain(tmp_path):
+    """A refusal is shown on pages as Markdown: a name like a link is not repeated."""
+    from store import UntrustedStoreError, read_connection
+
+    db = tmp_path / "s.duckdb"
+    seed(db, rows())
+    con = duckdb.connect(str(db))
+    con.execute('CREATE VIEW "[click](http://127.0.0.1:9/x)" AS SELECT 1 AS x')
+    con.close()
+    with pytest.raises(UntrustedStoreError) as err:
+        with read_connection(db):
+            pass
+    shown = f"(view <a name of {len('[click](http://127.0.0.1:9/x)')} characters, not a plain identifier> (not Faultline's))"
+    assert shown in str(err.value)
+    assert "127.0.0.1" not in str(err.value)
+
+
 def test_one_changed_view_is_refused(tmp_path):
     """The smallest change: the outcomes view filtering out a model's failures."""
     from store import UntrustedStoreError, read_connection
