@@ -475,12 +475,6 @@ def refuse_newer(done: list[str], where: str = "the database") -> None:
         )
 
 
-def pending(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """The migrations a set-up store lacks, without writing anything (a read-only connection)."""
-    done = {r[0] for r in con.execute("SELECT name FROM schema_migrations").fetchall()}
-    return [name for name, _ in MIGRATIONS if name not in done]
-
-
 def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Apply the migrations this database lacks, in order, in one transaction (an upgrade
     either completes or leaves the store as it was); return their names."""

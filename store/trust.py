@@ -18,11 +18,13 @@ key file of whoever opens it, and show it on a page. So every connection to a st
   kind and name of what differs.
 
 The reference is built once per process and per list of applied migrations, from MIGRATIONS on
-an in-memory database, so it follows the code (a new migration needs nothing here).
+an in-memory database, so it follows the code (a new migration needs nothing here). Each state
+of a store file (device, inode, size, times) is checked once per process (`file_state`).
 """
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from typing import Iterable
@@ -201,8 +203,6 @@ _checked_lock = threading.Lock()
 
 
 def file_state(path) -> tuple | None:
-    import os
-
     parts = []
     for p in (str(path), f"{path}.wal"):
         try:
