@@ -127,3 +127,28 @@ def test_csv_download_in_chromium_is_inert_and_the_toolbar_offers_none(tmp_path)
     outputs = sorted(c for c in cells if c.startswith("'"))
     for f in FORMULAS:
         assert "'" + f.replace("\r", "\n") in outputs or "'" + f in outputs, f
+
+
+def test_a_table_the_renderer_cannot_take_is_said_and_the_page_goes_on(tmp_path):
+    """A native panic (a BaseException) in the renderer no longer ends the script thread."""
+    from streamlit.testing.v1 import AppTest
+
+    script = tmp_path / "page.py"
+    script.write_text(
+        "import streamlit as st\n"
+        "from ui.tables import show_table\n"
+        "class Panic(BaseException):\n"
+        "    pass\n"
+        "import polars as pl\n"
+        "orig = st.dataframe\n"
+        "def boom(*a, **k):\n"
+        "    raise Panic('renderer panicked')\n"
+        "st.dataframe = boom\n"
+        "show_table(pl.DataFrame({'a': [1]}), name='t')\n"
+        "st.dataframe = orig\n"
+        "st.text('after the table')\n")
+    at = AppTest.from_file(str(script), default_timeout=30)
+    at.run()
+    assert not at.exception
+    assert [e.value for e in at.error] == ["This table could not be drawn (Panic); the rest of the page is shown."]
+    assert [t.value for t in at.text] == ["after the table"]

@@ -103,26 +103,23 @@ def show_table(data: Any, *, name: str, where=None, column_config: dict | None =
         column_order = [renamed.get(c, c) for c in column_order] if column_order else column_order
     try:
         shown_table = place.dataframe(frame, column_config=column_config, column_order=column_order, **kwargs)
-    except Exception as exc:  # noqa: BLE001 — anything the renderer cannot take is said, not raised
-        place.error(f"This table could not be drawn ({type(exc).__name__}); the rest of the page is shown.",
-                    icon=":material/table_rows:")
-        return
     except BaseException as exc:
-        # a panic in a native library is a BaseException: left alone it ends the script thread
-        # and the page stays "running" for ever; Streamlit's own control flow passes through
+        # the data's fault (a panic in a native library is a BaseException: left alone it ends
+        # the script thread and the page stays "running" for ever) is said here; Streamlit's own
+        # errors (a misuse of its API, a bug to see) and its control flow pass through
         if isinstance(exc, (KeyboardInterrupt, SystemExit)) or type(exc).__module__.startswith("streamlit"):
             raise
         place.error(f"This table could not be drawn ({type(exc).__name__}); the rest of the page is shown.",
                     icon=":material/table_rows:")
-        return
+        return None
     if frame.is_empty():
         return shown_table
     shown, labels = _labels(list(frame.columns), column_config)
     if column_order:
         shown = [c for c in column_order if c in shown]
     place.download_button(
-        "CSV", lambda: csv_text(frame.select(shown), labels).encode("utf-8"), file_name=f"faultline-{_FILE_UNSAFE.sub('-', name)[:80]}.csv",
-        mime="text/csv", icon=":material/download:", type="tertiary", key=f"csv-{name}",
+        "CSV", lambda: csv_text(frame.select(shown), labels).encode("utf-8"),
+        file_name=f"faultline-{_FILE_UNSAFE.sub('-', name)[:80]}.csv", mime="text/csv", icon=":material/download:", type="tertiary", key=f"csv-{name}",
         help="This table as CSV. Text that a spreadsheet would run as a formula (it starts with =, +, -, @) "
              "is prefixed with ' so that it opens as text.")
     return shown_table
