@@ -176,28 +176,29 @@ def test_a_failed_uploads_files_are_removed(tmp_path):
     from ui.uploads import save_uploads
 
     root = tmp_path / "uploads"
-    written = save_uploads([("bad.jsonl", b'{"model": "m", "output": "x"}\n')], root)  # no instance id
-    folder = root / written[0].relative_to(root).parts[0]
-    assert folder.exists()
     db = tmp_path / "s.duckdb"
-    job = jobs.start.__wrapped__ if hasattr(jobs.start, "__wrapped__") else jobs.start
-    import streamlit as st  # noqa: F401
-    proc_job = job("load bad.jsonl", ["ingest", str(written[0])], db, discard_on_failure=(folder,))
-    deadline = time.monotonic() + 120
-    while proc_job.returncode is None and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert proc_job.returncode == 2
-    deadline = time.monotonic() + 10
-    while folder.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not folder.exists()
-    # a load that succeeds keeps its files
-    good = save_uploads([("good.jsonl", b'{"model": "m", "instance_id": "q1", "output": "x", "correct": true}\n')], root)
-    kept = root / good[0].relative_to(root).parts[0]
-    ok = job("load good.jsonl", ["ingest", str(good[0])], db, discard_on_failure=(kept,))
-    ok.proc.wait(timeout=120)
-    time.sleep(0.5)
-    assert ok.returncode == 0 and kept.exists()
+    started = []
+    try:
+        written = save_uploads([("bad.jsonl", b'{"model": "m", "output": "x"}\n')], root)  # no instance id
+        folder = root / written[0].relative_to(root).parts[0]
+        assert folder.exists()
+        started.append(jobs.start("load bad.jsonl", ["ingest", str(written[0])], db, discard_on_failure=(folder,)))
+        assert started[-1].proc.wait(timeout=120) == 2
+        deadline = time.monotonic() + 10
+        while folder.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not folder.exists()
+        # a load that succeeds keeps its files
+        good = save_uploads([("good.jsonl", b'{"model": "m", "instance_id": "q1", "output": "x", "correct": true}\n')],
+                            root)
+        kept = root / good[0].relative_to(root).parts[0]
+        started.append(jobs.start("load good.jsonl", ["ingest", str(good[0])], db, discard_on_failure=(kept,)))
+        assert started[-1].proc.wait(timeout=120) == 0
+        time.sleep(0.5)
+        assert kept.exists()
+    finally:
+        for job in started:  # the registry is the process's: leave it as other tests expect it
+            jobs._registry().remove(job)
 
 
 # ------------------------------------------------------------------ what reaches a page anyway
