@@ -11,6 +11,7 @@ from store import queries as q
 from taxonomy.catalog import HARD
 from ui import charts, columns
 from ui.text import md
+from ui.tables import show_table
 
 ui.configure_page("app.py", "Faultline — why do these models fail?")
 ui.require_data()
@@ -41,7 +42,7 @@ else:
     for (dataset,), group in acc.group_by("dataset", maintain_order=True):
         charts.show(charts.accuracy(group, dataset), f"accuracy-{dataset}", key=f"accuracy-{dataset}")
     table = columns.accuracy_table(acc)
-    st.dataframe(table, hide_index=True, column_config=columns.config(table.columns))
+    show_table(table, name="accuracy", hide_index=True, column_config=columns.config(table.columns))
     st.caption(
         "Per dataset (they differ in difficulty), best first; latest run per model and question. "
         "Accuracy (pooled) = questions passed / questions answered, with its 95% Wilson interval."
@@ -67,7 +68,7 @@ else:
     top = found.row(0, named=True)
     st.markdown(f"**{fmt.count(top['analysed'])}** of {fmt.count(failed)} failures analysed by "
                 f"**{md(top['analyst'])}** ({fmt.count(top['classified'])} classified).")
-    st.dataframe(found, hide_index=True, column_config=columns.config(found.columns))
+    show_table(found, name="analysts", hide_index=True, column_config=columns.config(found.columns))
     ui.offline_caveat(top["analyst"])
     sig = ui.load(stats.signature, analyst=top["analyst"], **f.kwargs())
     hard = int(sig.filter(sig["category"] == HARD)["count"].sum()) if not sig.is_empty() else 0

@@ -140,3 +140,9 @@ def load_jsonl(path: Path, hasher: "hashlib._Hash | None" = None) -> list[tuple[
             raise IngestError(f"{path}:{lineno}: expected a JSON object, found {type(row).__name__}")
         rows.append((lineno, row))
     return rows
+
+
+def json_type(value: Any) -> str:
+    """What a parsed JSON value is, in JSON's words (for messages about a field of the wrong type)."""
+    return {bool: "true/false", int: "a number", float: "a number", str: "a string", list: "an array",
+            dict: "an object", type(None): "null"}.get(type(value), type(value).__name__)

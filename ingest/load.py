@@ -32,6 +32,7 @@ from store.staging import CHUNK_BYTES_DEFAULT, RunStaging
 
 from . import files
 from .errors import IngestError
+from .names import control_character
 from .jsonio import TOO_DEEP
 from .limits import human, parse_size
 from .options import ReadOptions
@@ -84,10 +85,33 @@ def _stage(parsed: ParsedRun | Skipped, options: ReadOptions) -> _Staged | Skipp
         staged = stage_run(parsed)
     except (RecursionError, orjson.JSONEncodeError):
         raise IngestError(f"{source}: {TOO_DEEP}") from None
+    _check_names(parsed, source)
     _check_text_sizes(staged, source, options.limits.text_bytes)
     steps = parsed.steps
     return _Staged(staged, source, tuple(parsed.notes), RunNote.of(parsed),
                    len(steps) if steps is not None else 0, steps.n_tool_calls if steps is not None else 0)
+
+
+NAME_FIELDS = ("model", "model_deployment", "dataset", "dataset_raw", "domain", "variant", "main_split", "suite")
+
+
+def _check_names(parsed: ParsedRun, source: str) -> None:
+    """Refuse names with control characters, whatever the reader (ingest/names.py): a NUL byte in
+    a model name once hung the taxonomy page for good. Readers of one row per line say the line
+    themselves (custom JSONL/CSV); this names the run's file and the field or instance."""
+    for field in NAME_FIELDS:
+        value = getattr(parsed.run, field)
+        why = control_character(value) if isinstance(value, str) else None
+        if why:
+            raise IngestError(f"{source}: {field.replace('_', ' ')} {value!r} {why}")
+    for inst in parsed.instances:
+        for field in ("split", "sub_split"):
+            value = getattr(inst, field)
+            why = control_character(value) if isinstance(value, str) else None
+            if why:
+                raise IngestError(f"{source}: instance {inst.instance_id!r}: {field.replace('_', ' ')} {value!r} {why}")
+        if "\0" in inst.instance_id or "\0" in inst.raw_instance_id:
+            raise IngestError(f"{source}: instance {inst.raw_instance_id!r}: the id holds a NUL byte")
 
 
 def _check_text_sizes(staged: StagedRun, source: str, cap: int) -> None:

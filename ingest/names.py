@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import re
 import string
+import unicodedata
 
 PREFIXES = ("inspect_evals/", "inspect_ai/", "lm_eval/", "helm/")
 # Shipped aliases: the same benchmark under another harness's name.
@@ -69,3 +70,29 @@ def question_hash(text: str | None) -> str | None:
     if not normalized:
         return None
     return hashlib.sha1(normalized.encode()).hexdigest()[:16]
+
+
+# Bidirectional overrides and isolates: they reorder how a name reads (the "Trojan Source" trick)
+_BIDI = {chr(c) for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))}
+
+
+def control_character(name: str) -> str | None:
+    """Why `name` cannot be a name (a model, a dataset, a domain, a split), or None.
+
+    A NUL byte in a model name ingested fine and then hung the taxonomy page for good (the
+    dataframe renderer panics on it in a column name); other control characters (tabs,
+    newlines, escape sequences) and bidirectional overrides make a name read as another."""
+    for i, ch in enumerate(name):
+        if unicodedata.category(ch) == "Cc" or ch in _BIDI:
+            what = "NUL" if ch == "\0" else f"U+{ord(ch):04X} ({unicodedata.name(ch, 'a control character')})"
+            return f"holds a control character ({what} at position {i + 1}); names must be printable text"
+    return None
+
+
+def check_name(value: object) -> object:
+    """A pydantic validator body: refuse a name with a control character (see above)."""
+    if isinstance(value, str):
+        why = control_character(value)
+        if why:
+            raise ValueError(f"{value!r} {why}")
+    return value

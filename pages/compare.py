@@ -13,6 +13,7 @@ from store import queries as q
 from ui import charts, columns, pairs
 from ui.text import md
 from ui.urlstate import warn_unknown
+from ui.tables import show_table
 
 PAGE_SIZE = 50
 
@@ -82,14 +83,14 @@ else:
             "q ≤ 0.05. “Too few to tell” = no split of these counts could reach p ≤ 0.05.")
         shown = columns.compare_table(c)
         charts.show(charts.delta_chart(shown, a, b), f"compare-{a}-vs-{b}", key="delta")
-        st.dataframe(shown.select(columns.COMPARE_KEY), hide_index=True,
+        show_table(shown.select(columns.COMPARE_KEY), name="compare-error-types", hide_index=True,
                      column_config=columns.config(columns.COMPARE_KEY))
         with st.expander("Paired test per error type, and the ErrorMap paper's check"):
             st.caption("Paired: on the questions only one model fails, how often that failure has "
                        "this error type (McNemar exact; 5 or fewer such questions cannot reach "
                        "p ≤ 0.05). The paper's check treats the stronger model's share as known "
                        "and overstates significance: shown for parity only.")
-            st.dataframe(shown.select(columns.COMPARE_PAIRED), hide_index=True,
+            show_table(shown.select(columns.COMPARE_PAIRED), name="compare-paired", hide_index=True,
                          column_config=columns.config(columns.COMPARE_PAIRED))
     else:
         st.info("Neither model has a failure with an error type under these filters; the labels "
@@ -102,7 +103,7 @@ else:
                    "all the model's labelled failures; a difference here says how much the analyst "
                    "could tell, not how the models fail.")
         apart = c.not_error_frame()
-        st.dataframe(apart, hide_index=True, column_config=columns.config(
+        show_table(apart, name="compare-apart", hide_index=True, column_config=columns.config(
             apart.columns, a_share=columns.percent("A: share of labelled failures"),
             b_share=columns.percent("B: share of labelled failures"),
             a_count=columns.count("A: failures"), b_count=columns.count("B: failures")))
@@ -125,7 +126,8 @@ for tab, (which, total) in zip(tabs, counts.items()):
         links = [ui.page_url("instances", {"instance": f"{d}:{i}", "models": [a, b], "analyst": analyst})
                  for d, i in rows.select("dataset", "instance_id").iter_rows()]
         view = columns.discordant_table(rows, links)
-        st.dataframe(view, hide_index=True, column_config=columns.discordant_config(view.columns, a, b))
+        show_table(view, name=f"compare-{which.replace(' ', '-')}", hide_index=True,
+                   column_config=columns.discordant_config(view.columns, a, b))
         st.caption(f"Questions {(page - 1) * PAGE_SIZE + 1:,}–{(page - 1) * PAGE_SIZE + rows.height:,} "
                    f"of {total:,}, by dataset and question id. For multiple choice, an output shows "
                    "the option letter and its text; open a question (Details) to read its texts whole.")

@@ -10,6 +10,7 @@ import ui
 from store import queries as q
 from stats import fmt
 from ui import columns
+from ui.tables import show_table
 
 ui.configure_page("pages/data.py", "Data loaded")
 ui.require_data()
@@ -34,7 +35,7 @@ if not_compared.height:
                "the harness check column says why.")
 # an empty text cell (no domain, no variant) reads as a dash, not as Python's None
 shown = columns.words(runs, "harness_agrees").with_columns(pl.col(pl.String).fill_null("—"))
-st.dataframe(shown, hide_index=True, column_config=columns.config(
+show_table(shown, name="runs", hide_index=True, column_config=columns.config(
     shown.columns, harness_note=st.column_config.TextColumn("Harness check", width="large"),
     file=st.column_config.TextColumn("File", width="medium")))
 impossible = ui.load(q.impossible_rates, models=f.models, datasets=f.datasets, domains=f.domains)
@@ -42,7 +43,7 @@ if impossible.height:
     st.warning("For these models and datasets 0% or 100% of predictions fail although the scores vary: "
                "check the pass/fail rule; if it is wrong for these scores, re-ingest with "
                "--scale DATASET=LOW:HIGH or --pass-threshold DATASET=X.")
-    st.dataframe(impossible, hide_index=True, column_config=columns.config(impossible.columns))
+    show_table(impossible, name="impossible-rates", hide_index=True, column_config=columns.config(impossible.columns))
 where = "" if ui.read_only() else " or above" if ui.is_demo() else " or below"
 st.caption("Model is the log's model name, plus “ · variant” when the model has several runs on a "
            "dataset that differ in settings (or come from different logs): each is its own model on "

@@ -11,6 +11,7 @@ from stats import fmt
 from ui import agreement, columns, evidence, outcome, review
 from ui.text import clip, cut_note, md, show
 from ui.urlstate import warn_unknown
+from ui.tables import show_table
 
 ui.configure_page("pages/instances.py", "Instances")
 ui.require_data()
@@ -46,8 +47,8 @@ st.caption(f"{fmt.plural(total, what[:-1] if total == 1 else what, what)}"
            + (f" (the first {rows.height:,} listed; narrow the filters or search)" if total > rows.height else "")
            + " — click a row to open its question.")
 listed = columns.words(rows.rename({"is_correct": "passed"}), "passed")
-st.dataframe(listed.select("dataset", "instance_id", "model", "domain", "passed", "category", "error_title", "output"),
-             hide_index=True, height=260, key="rows", on_select=_open_clicked,
+show_table(listed.select("dataset", "instance_id", "model", "domain", "passed", "category", "error_title", "output"),
+             name="instances", hide_index=True, height=260, key="rows", on_select=_open_clicked,
              selection_mode="single-row", column_config=columns.config(
                  listed.columns, category=st.column_config.TextColumn("Category", width="medium"),
                  error_title=st.column_config.TextColumn("Error title", width="medium"),
@@ -91,13 +92,13 @@ else:
     st.json(first["input_messages"])
 refs = first["refs"] or []
 if first["choices"] and not refs:
-    st.dataframe([{"option": k, "text": v} for k, v in first["choices"].items()], hide_index=True)
+    show_table([{"option": k, "text": v} for k, v in first["choices"].items()], name="options", hide_index=True)
 st.subheader("Options and references" if first["choices"] and refs else "References")
 if refs:
     letters = {str(v): str(k) for k, v in first["choices"].items()} if isinstance(first["choices"], dict) else {}
-    st.dataframe([{**({"option": letters.get(str(r.get("text", "")), "")} if letters else {}),
+    show_table([{**({"option": letters.get(str(r.get("text", "")), "")} if letters else {}),
                    "reference": r.get("text", ""), "correct": fmt.yes_no(bool(r.get("correct")))} for r in refs],
-                 hide_index=True, column_config={"option": st.column_config.TextColumn("Option", width="small"),
+                 name="references", hide_index=True, column_config={"option": st.column_config.TextColumn("Option", width="small"),
                                                  "reference": st.column_config.TextColumn("Reference", width="large"),
                                                  "correct": st.column_config.TextColumn("Correct answer", width="small")})
 else:

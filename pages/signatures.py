@@ -9,6 +9,7 @@ import ui
 from stats import fmt
 from store import queries as q
 from ui import charts, columns
+from ui.tables import show_table
 
 ui.configure_page("pages/signatures.py", "Failure signatures")
 ui.require_data()
@@ -62,17 +63,17 @@ if not apart.is_empty():
                "cause) and No Model Error (the failure is not the model's): counted apart, never "
                "part of a signature or a test. Share = of all the model's labelled failures.")
     table = apart.select("model", "category", "count", "labelled", "share")
-    st.dataframe(table, hide_index=True, column_config=columns.config(
+    show_table(table, name="signature-apart", hide_index=True, column_config=columns.config(
         table.columns, labelled=columns.count("Labelled failures"),
         share=columns.percent("Share of labelled failures")))
 
 st.subheader("Table and human review")
 table = errors.select("model", "category", "count", "failures", "share", "questions", "per_100")
-st.dataframe(table, hide_index=True, column_config=columns.config(
+show_table(table, name="signatures", hide_index=True, column_config=columns.config(
     table.columns, failures=columns.count("Failures with an error type"),
     share=columns.percent("Share of the model's errors")))
 reviews = ui.load(q.review_summary, analyst=analyst, **f.kwargs())
-st.dataframe(reviews, hide_index=True, column_config=columns.config(reviews.columns))
+show_table(reviews, name="reviews", hide_index=True, column_config=columns.config(reviews.columns))
 st.caption(f"{fmt.plural(int(reviews['reviewed'].sum()) if reviews.height else 0, 'label')} "
            "reviewed by people so far; review them on the Instances page.")
 if errors.is_empty():

@@ -8,6 +8,7 @@ import stats
 import ui
 from ui import charts, columns
 from ui.urlstate import seed_one, warn_unknown
+from ui.tables import show_table
 
 ui.configure_page("pages/slices.py", "Slices: where each error type concentrates")
 ui.require_data()
@@ -39,13 +40,13 @@ for by, label in (("dataset", "By dataset"), ("domain", "By domain (e.g. MMLU su
                    f"failures with an error type in the {by}; shade = that share, so 1/1 is as dark "
                    "as 5/5: read the n before the shade.")
         table = errors.select(by, "category", "count", "failures", "share", "questions", "per_100")
-        st.dataframe(table, hide_index=True, column_config=columns.config(
+        show_table(table, name=f"slices-by-{by}", hide_index=True, column_config=columns.config(
             table.columns, failures=columns.count(f"Failures with an error type in the {by}"),
             share=columns.percent("Share of the model's errors")))
     if not apart.is_empty():
         table = apart.select(by, "category", "count", "labelled", "share")
         with st.expander(f"Not error types, by {by} (counted apart, never tested)"):
-            st.dataframe(table, hide_index=True, column_config=columns.config(
+            show_table(table, name=f"slices-by-{by}-apart", hide_index=True, column_config=columns.config(
                 table.columns, labelled=columns.count("Labelled failures"),
                 share=columns.percent("Share of labelled failures")))
 ui.share_link("/slices", {**f.params(), "analyst": analyst, "model": model})

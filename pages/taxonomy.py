@@ -13,6 +13,7 @@ from store import queries as q
 from ui import agreement, columns, suspects
 from ui.text import md
 from ui.urlstate import warn_unknown
+from ui.tables import show_table
 
 ui.configure_page("pages/taxonomy.py", "Taxonomy")
 ui.require_data()
@@ -28,7 +29,8 @@ for tax in taxonomies:
         st.caption(f"Source: {md(source)}; stored {tax['created_at']:%Y-%m-%d %H:%M}.")
         cats = tax["categories"]
         if isinstance(cats, list) and all(isinstance(c, dict) for c in cats):
-            st.dataframe(cats, hide_index=True, column_config={"name": "Category", "description": "Description"})
+            show_table(cats, name=f"taxonomy-{tax['taxonomy_version']}", hide_index=True,
+                       column_config={"name": "Category", "description": "Description"})
         else:
             st.json(cats)
 
@@ -45,7 +47,7 @@ by_category = columns.error_types_last(
     tree.pivot(on="model", index="category", values="count", aggregate_function="sum"))
 st.caption("Classified failures per category and model. Other, Hard to Analyze, No Model Error and "
            "Environment Failure are not error types: listed last, counted apart and never tested.")
-st.dataframe(by_category.fill_null(0), hide_index=True, column_config={"category": "Category"})
+show_table(by_category.fill_null(0), name="categories-by-model", hide_index=True, column_config={"category": "Category"})
 
 categories = sorted(set(tree["category"]))
 warn_unknown("category", "category", categories)
@@ -59,7 +61,7 @@ if category:
                                        "text": t, "analyst": analyst})
              for t in titles["error_title"]]
     st.subheader(f"Error titles filed under {md(category)}")
-    st.dataframe(titles.with_columns(open=pl.Series(links, dtype=pl.String)), hide_index=True,
+    show_table(titles.with_columns(open=pl.Series(links, dtype=pl.String)), name="error-titles", hide_index=True,
                  column_config=columns.config(titles.columns, taxonomy_version="Taxonomy version",
                                               open=st.column_config.LinkColumn("Failures", display_text="open")))
     st.page_link("pages/instances.py", label=f"Open the {md(category)} failures →", icon=":material/open_in_new:",

@@ -4,6 +4,7 @@ from .db import (data_version, db_spec, is_remote_db, read_connection, release_r
                  resolve_db_path, upgrade_store, writable_db_path, write_session)
 from .errors import EmptyStoreError, FaultlineError, OutdatedStoreError, StoreError
 from .migrations import MIGRATIONS, migrate
+from .trust import UntrustedStoreError
 
 __all__ = [
     "EmptyStoreError",
@@ -11,6 +12,7 @@ __all__ = [
     "MIGRATIONS",
     "OutdatedStoreError",
     "StoreError",
+    "UntrustedStoreError",
     "data_version",
     "db_spec",
     "is_remote_db",

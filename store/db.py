@@ -31,9 +31,9 @@ try:
 except ImportError:  # not POSIX: writers cannot announce themselves, so readers never linger
     fcntl = None
 
-from . import remote
+from . import remote, trust
 from .errors import EmptyStoreError, OutdatedStoreError, StoreError
-from .migrations import MIGRATIONS, migrate, pending
+from .migrations import MIGRATIONS, migrate, refuse_newer
 from .writes import write_failure
 
 DEFAULT_DB = Path(__file__).resolve().parent.parent / "data" / "faultline.duckdb"
@@ -80,12 +80,14 @@ def _is_lock_conflict(exc: Exception) -> bool:
         "different configuration" in text)
 
 
-def _open(path: Path, read_only: bool, timeout: float) -> duckdb.DuckDBPyConnection:
+def _open(path: Path, read_only: bool, timeout: float, **access) -> duckdb.DuckDBPyConnection:
+    """A connection that can reach nothing but the store (store/trust.py; `access`: the settings
+    and allow-lists `trust.connect` takes), retried while another process holds the file."""
     deadline = time.monotonic() + timeout
     delay = 0.005
     while True:
         try:
-            con = duckdb.connect(str(path), read_only=read_only)
+            return trust.connect(str(path), read_only, **access)
         except (duckdb.IOException, duckdb.ConnectionException) as exc:
             if not _is_lock_conflict(exc):
                 if _is_empty_file(path):
@@ -95,21 +97,21 @@ def _open(path: Path, read_only: bool, timeout: float) -> duckdb.DuckDBPyConnect
                     path.unlink()
                     continue
                 refused = None if read_only else write_failure(path, exc)
-                raise refused or StoreError(f"{path}: cannot open the database: {exc}") from None
+                raise refused or StoreError(f"{path}: cannot open the database: {_first_line(exc)}") from None
             if time.monotonic() > deadline:
                 raise StoreError(
                     f"{path}: another process has held the database for over {timeout:.0f} s; "
                     "try again when it has finished"
                 ) from None
         except duckdb.Error as exc:
-            raise StoreError(f"{path}: not a usable DuckDB database: {exc}") from None
-        else:
-            # DuckDB draws a progress bar on stdout for long statements; CLI output is ours
-            con.execute("SET enable_progress_bar = false")
-            return con
+            raise StoreError(f"{path}: not a usable DuckDB database: {_first_line(exc)}") from None
         # jitter so that two waiting processes do not retry in lockstep
         time.sleep(delay * (0.5 + random.random()))
         delay = min(delay * 1.6, 0.1)
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
 NO_DATA = "no data yet; load logs with `python -m ingest PATH`"
@@ -131,14 +133,33 @@ def is_duckdb_file(path: Path) -> bool:
         return False
 
 
-def _check_ready(con: duckdb.DuckDBPyConnection, path: Path) -> None:
-    """EmptyStoreError for a store never set up; OutdatedStoreError for one an older Faultline
-    wrote (migrations missing: the queries would meet tables and columns it lacks)."""
+def _trusted(con: duckdb.DuckDBPyConnection, path: Path) -> list[str]:
+    """The migrations the store records, once its schema is known to be Faultline's own: a store
+    a newer Faultline wrote, or one whose views, macros or tables differ from what those
+    migrations create, is refused before anything reads it (store/trust.py)."""
+    state = trust.file_state(path)  # taken while this connection holds the file
+    known = trust.checked(state)
+    if known is not None:
+        return list(known)
     tables = {r[0] for r in con.execute(
-        "SELECT table_name FROM duckdb_tables() WHERE table_name IN ('runs', 'schema_migrations')").fetchall()}
-    if "runs" not in tables:
+        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
+        "AND schema_name = 'main' AND table_name = 'schema_migrations'").fetchall()}
+    applied = ([r[0] for r in con.execute("SELECT name FROM schema_migrations ORDER BY id").fetchall()]
+               if tables else [])
+    refuse_newer(applied, str(path))
+    trust.check_catalog(con, str(path), applied)
+    trust.remember(state, applied)
+    return applied
+
+
+def _check_ready(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    """UntrustedStoreError for a store whose schema is not Faultline's; EmptyStoreError for a
+    store never set up; OutdatedStoreError for one an older Faultline wrote (migrations missing:
+    the queries would meet tables and columns it lacks)."""
+    applied = _trusted(con, path)
+    if "001_core_tables" not in applied:
         raise EmptyStoreError(f"{path}: {NO_DATA}")
-    missing = pending(con) if "schema_migrations" in tables else [name for name, _ in MIGRATIONS]
+    missing = [name for name, _ in MIGRATIONS if name not in applied]
     if missing:
         raise OutdatedStoreError(path, missing)
 
@@ -353,29 +374,38 @@ def release_read_connections() -> None:
 
 
 @contextlib.contextmanager
-def write_session(db: str | os.PathLike | None = None, timeout: float = LOCK_TIMEOUT_S) -> Iterator[duckdb.DuckDBPyConnection]:
+def write_session(db: str | os.PathLike | None = None, timeout: float = LOCK_TIMEOUT_S,
+                  **access) -> Iterator[duckdb.DuckDBPyConnection]:
     """A read-write connection on a migrated store, held only for the `with` block.
 
     Callers open their own transactions inside; keep the block short. A write the file system
-    refuses (disk full, a folder that cannot be written) is a StoreError saying so.
+    refuses (disk full, a folder that cannot be written) is a StoreError saying so. Like every
+    connection it reaches no file but the store: `access` passes the settings and allow-lists
+    of `store.trust.connect` (a merge's source stores, an ingest's staging folder).
     """
-    with _writing(writable_db_path(db), timeout) as (con, _):
+    with _writing(writable_db_path(db), timeout, **access) as (con, _):
         yield con
 
 
 @contextlib.contextmanager
-def _writing(path: Path, timeout: float) -> Iterator[tuple[duckdb.DuckDBPyConnection, list[str]]]:
-    """A migrated read-write connection and the migrations applied to open it."""
+def _writing(path: Path, timeout: float, **access) -> Iterator[tuple[duckdb.DuckDBPyConnection, list[str]]]:
+    """A migrated read-write connection and the migrations applied to open it (`access`: what
+    `trust.connect` takes besides the store)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with _announce_writer(path):
             # this process's own lingering reader would keep the file open the other way
             _READERS.release()
-            con = _open(path, read_only=False, timeout=timeout)
+            con = _open(path, read_only=False, timeout=timeout, **access)
+            wrote = False
             try:
+                _trusted(con, path)
                 yield con, migrate(con)
+                wrote = True
             finally:
                 con.close()
+            if wrote:  # what this session wrote is Faultline's own: its next opening need not re-check it
+                trust.remember(trust.file_state(path), [name for name, _ in MIGRATIONS])
     except (duckdb.Error, OSError) as exc:
         refused = write_failure(path, exc)
         if refused is None:

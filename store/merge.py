@@ -34,6 +34,7 @@ from typing import Iterable
 
 import duckdb
 
+from . import trust
 from .analysis import refresh_labels
 from .db import resolve_db_path, write_session
 from .errors import StoreError
@@ -88,14 +89,17 @@ def merge_stores(sources: Iterable[str | os.PathLike], db: str | os.PathLike | N
             if copy is not None:
                 readable.append((path, copy))
         summary.stores = len(readable)
-        with write_session(target) as con:
-            con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
+        # the target's connection reads no file but the target and the source stores
+        allowed = [str(f) for _, copy in readable for f in (copy.resolve(), _wal(copy.resolve()))]
+        with write_session(target, settings={"memory_limit": MEMORY_LIMIT}, allowed_paths=allowed) as con:
             _check_rules(con)
             names = []
             try:
-                for i, (_, copy) in enumerate(readable):
-                    con.execute(f"ATTACH '{_quoted(copy)}' AS src{i} (READ_ONLY)")
+                for i, (path, copy) in enumerate(readable):
+                    con.execute(f"ATTACH '{_quoted(copy.resolve())}' AS src{i} (READ_ONLY)")
                     names.append(f"src{i}")
+                    # checked again as attached here: the file may have changed since it was read
+                    trust.check_catalog(con, str(path), [n for n, _ in MIGRATIONS], database=f"src{i}")
                 con.execute("BEGIN")
                 try:
                     _merge_all(con, list(zip([p for p, _ in readable], names)), target, summary)
@@ -134,43 +138,55 @@ def _distinct_sources(paths: list[Path], target: Path, remarks: list[str]) -> li
     return list(out.values())
 
 
+def _wal(path: Path) -> Path:
+    return path.with_name(path.name + ".wal")
+
+
 def _readable(path: Path, work: Path, remarks: list[str]) -> Path | None:
     """The file to attach for a source store: itself when its schema is this Faultline's, a
-    migrated copy when it is older; None when it is empty. Refuses what is not a Faultline store."""
+    migrated copy when it is older; None when it is empty. Refuses what is not a Faultline store,
+    and a store whose schema objects are not Faultline's own (it is untrusted input: its views
+    would run here, store/trust.py)."""
     if path.stat().st_size == 0:
         remarks.append(f"{path}: empty store, nothing to merge")
         return None
     try:
-        con = duckdb.connect(str(path), read_only=True)
+        con = trust.connect(str(path), read_only=True)
     except duckdb.Error as exc:
         if "lock" in str(exc).lower():
             raise StoreError(f"{path}: another process is writing this store; merge it when that has finished") from None
         raise StoreError(f"{path}: not a DuckDB database ({str(exc).splitlines()[0]})") from None
     try:
-        tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
-        if not tables:
+        tables = {r[0] for r in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()").fetchall()}
+        objects = trust.catalog(con, con.execute("SELECT current_database()").fetchone()[0])
+        if not objects:
             remarks.append(f"{path}: empty store, nothing to merge")
             return None
         if "schema_migrations" not in tables:
             raise StoreError(f"{path}: a DuckDB database, but not a Faultline store (no schema_migrations table)")
         done = [r[0] for r in con.execute("SELECT name FROM schema_migrations ORDER BY id").fetchall()]
+        known = [name for name, _ in MIGRATIONS]
+        newer = [n for n in done if n not in known]
+        if newer:
+            raise StoreError(f"{path}: made by a newer Faultline (migrations {', '.join(newer)}); upgrade Faultline to merge it")
+        trust.check_catalog(con, str(path), done)
     finally:
         con.close()
-    known = [name for name, _ in MIGRATIONS]
-    newer = [n for n in done if n not in known]
-    if newer:
-        raise StoreError(f"{path}: made by a newer Faultline (migrations {', '.join(newer)}); upgrade Faultline to merge it")
     missing = [n for n in known if n not in done]
     if not missing:
         return path
     work.mkdir(parents=True, exist_ok=True)
     copy = work / f"{len(list(work.iterdir()))}-{path.name}"
     shutil.copyfile(path, copy)
-    wal = path.with_name(path.name + ".wal")
+    wal = _wal(path)
     if wal.exists():
-        shutil.copyfile(wal, copy.with_name(copy.name + ".wal"))
-    con = duckdb.connect(str(copy))
+        shutil.copyfile(wal, _wal(copy))
+    con = trust.connect(str(copy), read_only=False)
     try:
+        # checked again on the copy: the store may have changed while it was copied
+        again = [r[0] for r in con.execute("SELECT name FROM schema_migrations ORDER BY id").fetchall()]
+        trust.check_catalog(con, str(path), again)
         migrate(con)
     finally:
         con.close()

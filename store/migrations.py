@@ -9,6 +9,7 @@ from __future__ import annotations
 import duckdb
 
 from .errors import StoreError
+from .trust import SCHEMA_MIGRATIONS_DDL
 from .writes import transaction
 
 MIGRATIONS: list[tuple[str, str]] = [
@@ -513,30 +514,27 @@ def applied(con: duckdb.DuckDBPyConnection) -> list[str]:
     try:
         return [r[0] for r in con.execute("SELECT name FROM schema_migrations ORDER BY id").fetchall()]
     except duckdb.CatalogException:
-        con.execute(
-            "CREATE TABLE schema_migrations ("
-            " id INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)"
-        )
+        con.execute(SCHEMA_MIGRATIONS_DDL)
         return []
 
 
-def pending(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """The migrations a set-up store lacks, without writing anything (a read-only connection)."""
-    done = {r[0] for r in con.execute("SELECT name FROM schema_migrations").fetchall()}
-    return [name for name, _ in MIGRATIONS if name not in done]
+def refuse_newer(done: list[str], where: str = "the database") -> None:
+    """A store a newer Faultline wrote (migrations this one does not know) is refused by readers
+    and writers alike: its tables and views may mean what this code does not expect."""
+    known = {name for name, _ in MIGRATIONS}
+    unknown = [n for n in done if n not in known]
+    if unknown:
+        raise StoreError(
+            f"{where} has migrations this Faultline does not know ({', '.join(unknown)}): a newer "
+            "Faultline wrote it; upgrade Faultline"
+        )
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Apply the migrations this database lacks, in order, in one transaction (an upgrade
     either completes or leaves the store as it was); return their names."""
     done = applied(con)
-    known = [name for name, _ in MIGRATIONS]
-    unknown = [n for n in done if n not in known]
-    if unknown:
-        raise StoreError(
-            f"the database has migrations this Faultline does not know ({', '.join(unknown)}); "
-            "upgrade Faultline"
-        )
+    refuse_newer(done)
     pending = [(i, name, sql) for i, (name, sql) in enumerate(MIGRATIONS, start=1) if name not in done]
     if not pending:
         return []

@@ -11,13 +11,16 @@
 Such a store is opened read-only. DuckDB can read a remote file itself through its httpfs
 extension, but DuckDB fetches extensions from its own site at run time, which a hosted or
 firewalled machine often cannot reach, and a dashboard runs dozens of queries per page, each a
-round of range requests. So the file is downloaded once into a cache folder (streamed to a
-temporary file, size-capped, checked to be a DuckDB file with Faultline's tables, brought to this
-Faultline's schema, then renamed into place: a reader never sees half a copy) and revalidated
-with a conditional GET (ETag / Last-Modified; 304 keeps the copy) at most every
-`FAULTLINE_REMOTE_TTL` seconds. When the server cannot be reached, a verified copy is used and
-a note says so; without one the store is refused. MotherDuck has no file to download: its
-extension is the only way in, and when it cannot load the message says so.
+round of range requests. So the file is downloaded into a cache folder and revalidated with a
+conditional GET (ETag / Last-Modified; 304 keeps the copy) at most every `FAULTLINE_REMOTE_TTL`
+seconds. A download runs in a thread of its own, under no lock a page waits on, with a total
+deadline and a stall rule (`_download`); pages show the verified copy meanwhile, and say how old
+it is (`source`). A download is untrusted input: it becomes the copy only once verified in full
+(`verify`: Faultline's schema and nothing else, every table read to the end and rewritten, every
+published checksum matched); one that fails, like a server that cannot be reached, leaves the
+verified copy in place with a note saying why; without one the store is refused. MotherDuck has
+no file to download: its extension is the only way in, and when it cannot load the message says
+so.
 
 Credentials come only from the environment (on Streamlit Community Cloud top-level secrets are
 exported as environment variables): they are sent, never stored, and URLs are shown without
@@ -29,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
+import http.client
 import json
 import os
 import sys
@@ -37,11 +41,13 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator
 from urllib.parse import quote, urlsplit, urlunsplit
+
+import duckdb
 
 from .errors import StoreError
 
@@ -54,6 +60,9 @@ TIMEOUT_ENV = "FAULTLINE_REMOTE_TIMEOUT"
 DEFAULT_TTL_S = 60.0
 DEFAULT_MAX_BYTES = 20 * 2**30
 DEFAULT_TIMEOUT_S = 30.0
+DEADLINE_ENV = "FAULTLINE_REMOTE_DEADLINE"
+DEFAULT_DEADLINE_S = 600.0
+SHA256_ENV = "FAULTLINE_DB_SHA256"
 CHUNK = 1 << 20
 # a DuckDB file starts with an 8-byte checksum, then this magic
 DUCKDB_MAGIC = b"DUCK"
@@ -227,11 +236,12 @@ class Source:
     checked_at: str = ""  # when the server last confirmed it
     local_size: int = 0
     local_mtime_ns: int = 0
-    note: str | None = None  # why the copy may be stale (the server was unreachable)
+    note: str | None = None  # why the copy may be stale (the server was unreachable, a fetch is running)
+    sha256: str | None = None  # of the file as published (what a published checksum is compared with)
 
     def line(self) -> str:
-        text = f"data from {self.source} (read-only copy fetched {_when(self.fetched_at)}"
-        text += f", confirmed {_when(self.checked_at)})" if self.checked_at != self.fetched_at else ")"
+        text = f"data from {self.source} (read-only copy fetched {_ago(self.fetched_at)}"
+        text += f", confirmed {_ago(self.checked_at)})" if self.checked_at != self.fetched_at else ")"
         return text
 
 
@@ -239,8 +249,25 @@ def _when(stamp: str) -> str:
     return stamp[:19].replace("T", " ") + " UTC"
 
 
+def _ago(stamp: str) -> str:
+    """`2026-01-02 10:00:00 UTC, 5 min ago`: when, and how old that is now."""
+    try:
+        then = datetime.fromisoformat(stamp)
+    except ValueError:
+        return _when(stamp)
+    seconds = max((datetime.now(timezone.utc).replace(tzinfo=None) - then).total_seconds(), 0)
+    if seconds < 90:
+        age = f"{seconds:.0f} s ago"
+    elif seconds < 90 * 60:
+        age = f"{seconds / 60:.0f} min ago"
+    elif seconds < 36 * 3600:
+        age = f"{seconds / 3600:.1f} h ago"
+    else:
+        age = f"{seconds / 86400:.1f} days ago"
+    return f"{_when(stamp)}, {age}"
+
+
 _memo: dict[str, tuple[float, Source]] = {}
-_locks: dict[str, threading.Lock] = {}
 _guard = threading.Lock()
 _noted: set[tuple[str, str]] = set()
 
@@ -252,8 +279,9 @@ def _stamp() -> str:
 def _paths(spec: str) -> tuple[Path, Path, Path]:
     name = Path(urlsplit(spec).path).name if not spec.startswith(MOTHERDUCK) else spec[3:].split("?", 1)[0]
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:60] or "store"
-    # the query is part of the identity (a presigned URL names the object) but never of the name
-    digest = hashlib.sha256(spec.split("?", 1)[0].encode()).hexdigest()[:16]
+    # the query and fragment are part of the identity (a presigned URL names the object, a pinned
+    # checksum names its content) but never of the name
+    digest = hashlib.sha256(spec.split("?", 1)[0].split("#", 1)[0].encode()).hexdigest()[:16]
     folder = cache_dir()
     copy = folder / f"{digest}-{safe}" if safe.endswith(".duckdb") else folder / f"{digest}-{safe}.duckdb"
     return copy, copy.with_name(copy.name + ".source.json"), copy.with_name(copy.name + ".lock")
@@ -279,22 +307,19 @@ def _write_meta(meta_path: Path, meta: Source) -> None:
 
 
 @contextlib.contextmanager
-def _locked(spec: str, lock_path: Path) -> Iterator[None]:
-    """One fetch of a store at a time, across threads (the app's sessions) and processes."""
-    with _guard:
-        lock = _locks.setdefault(spec, threading.Lock())
-    with lock:
-        try:
-            import fcntl
-        except ImportError:
-            yield
-            return
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)
+def _flocked(lock_path: Path) -> Iterator[None]:
+    """One fetch of a store at a time across processes (held by the fetch, never by a page)."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def notify(message: str) -> None:
@@ -302,29 +327,121 @@ def notify(message: str) -> None:
     print(f"note: {message}", file=sys.stderr)
 
 
+# ------------------------------------------------------------------ fetching, off the pages' path
+
+
+@dataclass
+class Fetch:
+    """One download (or revalidation) of a store, running in a thread of its own."""
+
+    spec: str
+    started: float = field(default_factory=time.monotonic)
+    started_at: str = field(default_factory=lambda: _stamp())
+    received: int = 0
+    expected: int | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+    result: Source | None = None
+    error: BaseException | None = None
+
+    def progress(self) -> str:
+        took = time.monotonic() - self.started
+        got = f"{self.received:,} of {self.expected:,} bytes" if self.expected else f"{self.received:,} bytes"
+        text = f"running for {took:.0f} s, {got} so far"
+        if took > _env_float(TIMEOUT_ENV, DEFAULT_TIMEOUT_S):
+            deadline = _env_float(DEADLINE_ENV, DEFAULT_DEADLINE_S)
+            text += f"; slow or stuck: it is stopped at {deadline:g} s ({DEADLINE_ENV})"
+        return text
+
+
+_running: dict[str, Fetch] = {}
+# How long a page waits for a fetch: None (a command) waits for it to end (its deadline bounds
+# that); the app sets the page's query deadline (ui/data.py), and waits only briefly when a
+# verified copy is there to show instead.
+_page_wait: float | None = None
+PAGE_WAIT_WITH_COPY_S = 2.0
+
+
+def serve_pages(max_wait: float) -> None:
+    """Called by the app: a page waits at most `max_wait` s for a store it has no copy of, and
+    PAGE_WAIT_WITH_COPY_S for a newer copy of one it has; the fetch goes on in its thread."""
+    global _page_wait
+    _page_wait = max_wait
+
+
+def fetching(spec: str) -> Fetch | None:
+    """The fetch of `spec` running in this process, if any (what the app's health note shows)."""
+    found = _running.get(spec)
+    return None if found is None or found.done.is_set() else found
+
+
+def _begin(spec: str) -> Fetch:
+    with _guard:
+        found = _running.get(spec)
+        if found is None or found.done.is_set():
+            found = _running[spec] = Fetch(spec)
+            threading.Thread(target=_run, args=(found,), daemon=True, name="faultline-remote-fetch").start()
+        return found
+
+
+def _run(fetch: Fetch) -> None:
+    try:
+        spec = fetch.spec
+        copy, meta_path, lock_path = _paths(spec)
+        with _flocked(lock_path):
+            known = _load_meta(meta_path, copy)
+            if known is not None and known.checked_at > fetch.started_at:
+                found = known  # another process confirmed it while this one waited for the lock
+            elif spec.startswith(MOTHERDUCK):
+                found = _motherduck(spec, copy, meta_path, known)
+            else:
+                found = _fetch(spec, copy, meta_path, known, fetch)
+        _memo[spec] = (time.monotonic(), found)
+        fetch.result = found
+    except BaseException as exc:  # handed to whoever waits; a thread has nowhere else to say it
+        fetch.error = exc
+    finally:
+        fetch.done.set()
+
+
 def source(spec: str) -> Source:
     """The verified local copy of the store at `spec`, fetched or revalidated when the last check
-    is older than FAULTLINE_REMOTE_TTL seconds."""
+    is older than FAULTLINE_REMOTE_TTL seconds.
+
+    The fetch runs in a thread of its own, holding no lock a reader waits on: a command waits
+    for it (FAULTLINE_REMOTE_DEADLINE bounds it); a page waits at most a moment when it has a
+    verified copy to show meanwhile (saying how old it is and that a newer one is on its way),
+    and at most its query deadline when it has none."""
     ttl = _env_float(TTL_ENV, DEFAULT_TTL_S)
     hit = _memo.get(spec)
     if hit is not None and time.monotonic() - hit[0] < ttl and Path(hit[1].copy).exists():
         return hit[1]
-    copy, meta_path, lock_path = _paths(spec)
+    copy, meta_path, _ = _paths(spec)
     try:
         copy.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise RemoteStoreError(f"{copy.parent}: cannot create the cache folder for {display(spec)}: {exc.strerror} "
                                f"(set {CACHE_ENV} to a writable folder)") from None
-    with _locked(spec, lock_path):
-        hit = _memo.get(spec)
-        if hit is not None and time.monotonic() - hit[0] < ttl and Path(hit[1].copy).exists():
-            return hit[1]  # another thread fetched it while this one waited
-        known = _load_meta(meta_path, copy)
-        if spec.startswith(MOTHERDUCK):
-            found = _motherduck(spec, copy, meta_path, known)
-        else:
-            found = _fetch(spec, copy, meta_path, known)
-    _memo[spec] = (time.monotonic(), found)
+    fetch = _begin(spec)
+    known = _load_meta(meta_path, copy)
+    if _page_wait is None:
+        fetch.done.wait()
+    else:
+        # counted from the fetch's start: every page (and every call of one page) that finds it
+        # running waits only for what is left of that time, never a full wait of its own
+        limit = min(_page_wait, PAGE_WAIT_WITH_COPY_S) if known is not None else _page_wait
+        fetch.done.wait(max(fetch.started + limit - time.monotonic(), 0))
+    if not fetch.done.is_set():
+        shown = display(spec)
+        if known is None:
+            raise RemoteStoreError(
+                f"{shown}: the store is still being downloaded ({fetch.progress()}); it is shown as soon as "
+                "it has arrived and been verified: reload this page in a moment")
+        known.note = (f"{shown}: checking for a newer copy ({fetch.progress()}); showing the verified copy "
+                      f"fetched {_ago(known.fetched_at)} meanwhile")
+        return known  # not remembered: the next page load asks again
+    if fetch.error is not None:
+        raise fetch.error
+    found = fetch.result
     if found.note and (spec, found.note) not in _noted:
         _noted.add((spec, found.note))
         notify(found.note)
@@ -342,6 +459,11 @@ def _redact(text: str, secrets: tuple[str, ...]) -> str:
     return text
 
 
+def _one_line(value: object) -> str:
+    text = " ".join(str(value).split())
+    return text or type(value).__name__
+
+
 def _open(req: Request, known: Source | None, timeout: float):
     headers = dict(req.headers)
     if known is not None:
@@ -352,6 +474,8 @@ def _open(req: Request, known: Source | None, timeout: float):
     if req.sign_s3 is not None:
         access, secret, token, region = req.sign_s3
         headers.update(sigv4_headers("GET", req.url, access, secret, token, region, datetime.now(timezone.utc)))
+        # S3 sends the object's SHA-256 (when it was uploaded with one) only when asked
+        headers["x-amz-checksum-mode"] = "ENABLED"
     r = urllib.request.Request(req.url, method="GET")
     for k, v in headers.items():
         # a credential never follows a redirect
@@ -362,64 +486,248 @@ def _open(req: Request, known: Source | None, timeout: float):
     return _OPENER.open(r, timeout=timeout)
 
 
-def _fetch(spec: str, copy: Path, meta_path: Path, known: Source | None) -> Source:
+# ------------------------------------------------------------------ one download
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+PART_PREFIX = ".part-"
+
+
+def remove_abandoned_parts(folder: Path) -> list[Path]:
+    """Remove the partial downloads of fetches that were killed (their process is gone); return
+    them. A part names its process (`.part-<pid>-…`); an older unnamed one is removed once it
+    is older than a day."""
+    gone = []
+    for part in folder.glob(f"{PART_PREFIX}*"):
+        pid = part.name[len(PART_PREFIX):].split("-", 1)[0]
+        try:
+            stale = (not _alive(int(pid))) if pid.isdigit() and int(pid) != os.getpid() else (
+                not pid.isdigit() and time.time() - part.stat().st_mtime > 86400)
+            if stale:
+                part.unlink()
+                gone.append(part)
+        except OSError:
+            pass
+    return gone
+
+
+def _part(folder: Path, suffix: str = ".duckdb") -> Path:
+    fd, name = tempfile.mkstemp(dir=folder, prefix=f"{PART_PREFIX}{os.getpid()}-", suffix=suffix)
+    os.close(fd)
+    return Path(name)
+
+
+def _remove(path: Path) -> None:
+    for leftover in (path, path.with_name(path.name + ".wal"), path.with_name(path.name + ".wal.checkpoint")):
+        leftover.unlink(missing_ok=True)
+
+
+class _Deadline:
+    """Shuts the response's socket down when the whole download's time is up: a server that
+    trickles bytes answers every read in time and would otherwise hold the fetch for ever."""
+
+    def __init__(self, resp, seconds: float) -> None:
+        self.fired = False
+        self._resp = resp
+        self._timer = threading.Timer(max(seconds, 0), self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _fire(self) -> None:
+        import socket
+
+        self.fired = True
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            dup = socket.socket(fileno=os.dup(self._resp.fileno()))
+            try:
+                dup.shutdown(socket.SHUT_RDWR)
+            finally:
+                dup.close()
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+
+def _fetch(spec: str, copy: Path, meta_path: Path, known: Source | None, fetch: Fetch) -> Source:
     shown = display(spec)
     req = http_request(spec)
     timeout = _env_float(TIMEOUT_ENV, DEFAULT_TIMEOUT_S)
+    deadline_s = _env_float(DEADLINE_ENV, DEFAULT_DEADLINE_S)
+    ends = time.monotonic() + deadline_s
     now = _stamp()
+    remove_abandoned_parts(copy.parent)
     try:
-        resp = _open(req, known, timeout)
+        resp = _open(req, known, max(min(timeout, deadline_s), 0.1))
     except urllib.error.HTTPError as exc:
         if exc.code == 304 and known is not None:
             known.checked_at = now
             _write_meta(meta_path, known)
             return known
-        reason = f"the server answered HTTP {exc.code} {exc.reason}"
+        reason = f"the server answered HTTP {exc.code} {_one_line(exc.reason)}"
+        if 300 <= exc.code < 400:
+            # urllib gives up on a redirect that loops (or has nowhere to go) with a page of text
+            return _unreachable(shown, known, f"the server redirects in a loop or nowhere (HTTP {exc.code})")
         if exc.code >= 500 or exc.code == 429:
             return _unreachable(shown, known, reason)
         hint = {401: "; give credentials in the environment (see docs/hosting.md)",
                 403: "; the object is private or the credentials lack access (see docs/hosting.md)",
                 404: "; check the URL"}.get(exc.code, "")
         raise RemoteStoreError(_redact(f"{shown}: cannot read the store: {reason}{hint}", req.secrets)) from None
-    except (urllib.error.URLError, OSError) as exc:
+    except (urllib.error.URLError, OSError, ValueError) as exc:
         cause = getattr(exc, "reason", exc)
-        return _unreachable(shown, known, _redact(f"the server could not be reached ({cause})", req.secrets))
+        return _unreachable(shown, known, _redact(f"the server could not be reached ({_one_line(cause)})", req.secrets))
     with resp:
+        kind = (resp.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
+        if kind in ("text/html", "application/xhtml+xml"):
+            return _unreachable(shown, known, f"the server answered with a web page ({kind}), not the store file "
+                                              "(a login page, an error page or a wrong link?)")
         max_bytes = int(_env_float(MAX_BYTES_ENV, DEFAULT_MAX_BYTES))
         length = resp.headers.get("Content-Length")
-        if length and length.isdigit() and int(length) > max_bytes:
-            raise RemoteStoreError(f"{shown}: the store is {int(length):,} bytes, over the {max_bytes:,}-byte limit "
+        fetch.expected = int(length) if length and length.isdigit() else None
+        if fetch.expected is not None and fetch.expected > max_bytes:
+            raise RemoteStoreError(f"{shown}: the store is {fetch.expected:,} bytes, over the {max_bytes:,}-byte limit "
                                    f"({MAX_BYTES_ENV})")
-        fd, tmp_name = tempfile.mkstemp(dir=copy.parent, prefix=".part-", suffix=".duckdb")
-        tmp = Path(tmp_name)
+        tmp = _part(copy.parent)
+        rebuilt = tmp.with_name(tmp.name[:-len(".duckdb")] + ".verified.duckdb")
         try:
-            digest, size = hashlib.sha256(), 0
-            with os.fdopen(fd, "wb") as out:
-                try:
-                    while chunk := resp.read(CHUNK):
-                        size += len(chunk)
-                        if size > max_bytes:
-                            raise RemoteStoreError(f"{shown}: the store is over the {max_bytes:,}-byte limit "
-                                                   f"({MAX_BYTES_ENV}); nothing was kept")
-                        digest.update(chunk)
-                        out.write(chunk)
-                except (OSError, urllib.error.URLError) as exc:
-                    return _unreachable(shown, known, f"the download broke off after {size:,} bytes ({exc})")
-                out.flush()
-                os.fsync(out.fileno())
-            if length and length.isdigit() and size != int(length):
-                return _unreachable(shown, known, f"the download ended after {size:,} of {int(length):,} bytes")
-            verify(tmp, shown)
-            st = tmp.stat()
+            got = _download(resp, tmp, shown, fetch, max_bytes, timeout, ends - time.monotonic())
+            if isinstance(got, str):
+                return _unreachable(shown, known, got)
+            digests = got
+            size = fetch.received
+            if fetch.expected is not None and size != fetch.expected:
+                return _unreachable(shown, known, f"the download ended after {size:,} of {fetch.expected:,} bytes")
+            try:
+                _check_published(spec, resp.headers, digests, shown)
+                verify(tmp, shown, rebuilt)
+            except RemoteStoreError as exc:
+                return _refused(shown, known, exc)
+            st = rebuilt.stat()
             meta = Source(source=shown, copy=str(copy), etag=resp.headers.get("ETag"),
                           last_modified=resp.headers.get("Last-Modified"), size=size, fetched_at=now,
-                          checked_at=now, local_size=st.st_size, local_mtime_ns=st.st_mtime_ns)
-            os.replace(tmp, copy)
+                          checked_at=now, local_size=st.st_size, local_mtime_ns=st.st_mtime_ns,
+                          sha256=digests["sha256"].hexdigest())
+            os.replace(rebuilt, copy)
             _write_meta(meta_path, meta)
             _fsync_dir(copy.parent)
             return meta
         finally:
-            tmp.unlink(missing_ok=True)
+            _remove(tmp)
+            _remove(rebuilt)
+
+
+STALL_BYTES = 64 * 1024
+
+
+def _download(resp, tmp: Path, shown: str, fetch: Fetch, max_bytes: int, timeout: float,
+              seconds_left: float) -> dict | str:
+    """Stream the body into `tmp`; the digests of what arrived, or why the download stopped.
+
+    Reads return as soon as any bytes arrive (read1), so the deadline and the stall rule are
+    checked as data trickles in: fewer than STALL_BYTES in FAULTLINE_REMOTE_TIMEOUT seconds is a
+    stalled download, and the whole download may take FAULTLINE_REMOTE_DEADLINE seconds."""
+    digests = {"sha256": hashlib.sha256(), "md5": hashlib.md5(usedforsecurity=False)}
+    deadline = _Deadline(resp, seconds_left)
+    window_start, window_bytes = time.monotonic(), 0
+    try:
+        with open(tmp, "wb") as out:
+            while True:
+                try:
+                    chunk = resp.read1(CHUNK)
+                except (OSError, ValueError, urllib.error.URLError, http.client.HTTPException) as exc:
+                    if deadline.fired:
+                        return _too_slow(fetch)
+                    return f"the download broke off after {fetch.received:,} bytes ({_one_line(exc)})"
+                if not chunk:
+                    if deadline.fired:
+                        return _too_slow(fetch)
+                    break
+                fetch.received += len(chunk)
+                if fetch.received > max_bytes:
+                    raise RemoteStoreError(f"{shown}: the store is over the {max_bytes:,}-byte limit "
+                                           f"({MAX_BYTES_ENV}); nothing was kept")
+                for d in digests.values():
+                    d.update(chunk)
+                out.write(chunk)
+                now = time.monotonic()
+                if now - window_start >= timeout:
+                    if fetch.received - window_bytes < STALL_BYTES:
+                        return (f"the download stalled: {fetch.received - window_bytes:,} bytes in the last "
+                                f"{now - window_start:.0f} s ({fetch.received:,} in all; {TIMEOUT_ENV})")
+                    window_start, window_bytes = now, fetch.received
+            out.flush()
+            os.fsync(out.fileno())
+    finally:
+        deadline.cancel()
+    return digests
+
+
+def _too_slow(fetch: Fetch) -> str:
+    limit = _env_float(DEADLINE_ENV, DEFAULT_DEADLINE_S)
+    got = f"{fetch.received:,} of {fetch.expected:,} bytes" if fetch.expected else f"{fetch.received:,} bytes"
+    return f"the download took longer than {limit:g} s ({DEADLINE_ENV}) and was stopped after {got}"
+
+
+def _published(spec: str, headers) -> list[tuple[str, str, str]]:
+    """The checksums published for the file: (algorithm, expected hex digest, where it was given).
+
+    From the URL (`#sha256=HEX`, as pip pins a download), FAULTLINE_DB_SHA256, and what the
+    server sends: `Repr-Digest`/`Digest` (RFC 9530/3230: sha-256), S3's `x-amz-checksum-sha256`,
+    Google Cloud Storage's `x-goog-hash` (md5), `Content-MD5`, and the Hugging Face Hub's
+    `X-Linked-ETag` (the SHA-256 of a file kept in LFS)."""
+    import base64
+    import binascii
+    import re
+
+    out = []
+    fragment = urlsplit(spec).fragment if "#" in spec else ""
+    for part in fragment.split("&"):
+        name, _, value = part.partition("=")
+        if name.lower() == "sha256" and value:
+            out.append(("sha256", value.lower(), "the URL's #sha256="))
+    if os.environ.get(SHA256_ENV):
+        out.append(("sha256", os.environ[SHA256_ENV].strip().lower(), SHA256_ENV))
+
+    def b64(value: str) -> str | None:
+        try:
+            return base64.b64decode(value.strip().strip(":"), validate=True).hex()
+        except (binascii.Error, ValueError):
+            return None
+
+    for header in ("Repr-Digest", "Digest"):
+        for item in (headers.get(header) or "").split(","):
+            name, _, value = item.strip().partition("=")
+            if name.lower() in ("sha-256", "sha256") and b64(value):
+                out.append(("sha256", b64(value), f"the server's {header} header"))
+    if headers.get("x-amz-checksum-sha256") and b64(headers["x-amz-checksum-sha256"]):
+        out.append(("sha256", b64(headers["x-amz-checksum-sha256"]), "S3's x-amz-checksum-sha256"))
+    for item in (headers.get("x-goog-hash") or "").split(","):
+        name, _, value = item.strip().partition("=")
+        if name == "md5" and b64(value):
+            out.append(("md5", b64(value), "the server's x-goog-hash"))
+    if headers.get("Content-MD5") and b64(headers["Content-MD5"]):
+        out.append(("md5", b64(headers["Content-MD5"]), "the server's Content-MD5"))
+    linked = (headers.get("X-Linked-ETag") or "").strip('"W/ ')
+    if re.fullmatch(r"[0-9a-f]{64}", linked):
+        out.append(("sha256", linked, "the Hub's X-Linked-ETag"))
+    return out
+
+
+def _check_published(spec: str, headers, digests: dict, shown: str) -> None:
+    for algorithm, expected, where in _published(spec, headers):
+        got = digests[algorithm].hexdigest()
+        if got != expected:
+            raise RemoteStoreError(f"{shown}: the downloaded file does not match the {algorithm} checksum given by "
+                                   f"{where} ({expected[:16]}…; the file's is {got[:16]}…)")
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -434,43 +742,84 @@ def _fsync_dir(folder: Path) -> None:
 def _unreachable(shown: str, known: Source | None, reason: str) -> Source:
     if known is None:
         raise RemoteStoreError(f"{shown}: cannot read the store: {reason}, and there is no earlier verified copy")
-    known.note = (f"{shown}: {reason}; showing the copy fetched {_when(known.fetched_at)} "
+    known.note = (f"{shown}: {reason}; showing the copy fetched {_ago(known.fetched_at)} "
                   f"(last confirmed {_when(known.checked_at)}), which may be out of date")
     return known
 
 
-def verify(path: Path, shown: str) -> None:
-    """Refuse anything but a DuckDB file holding Faultline's tables; bring an older store to
-    this Faultline's schema (the copy is ours; the published file is untouched)."""
-    import duckdb
+def _refused(shown: str, known: Source | None, exc: RemoteStoreError) -> Source:
+    """A download that failed verification never replaces the verified copy."""
+    if known is None:
+        raise exc
+    reason = exc.message[len(shown) + 2:] if exc.message.startswith(f"{shown}: ") else exc.message
+    known.note = (f"{shown}: the file now published was refused ({reason}); showing the verified copy fetched "
+                  f"{_ago(known.fetched_at)}, which may be out of date")
+    return known
 
-    from .migrations import migrate
+
+def verify(path: Path, shown: str, rebuilt: Path) -> None:
+    """Check a downloaded store in full and write the copy to read into `rebuilt`.
+
+    Refused: anything but a DuckDB file holding Faultline's tables, a store whose schema objects
+    are not the ones Faultline's migrations create (store/trust.py: it is untrusted input), and
+    a file DuckDB cannot read to the end. The copy kept is DuckDB's rewrite of every table read
+    from the download (COPY FROM DATABASE): every data block is read and its checksum checked on
+    the way, and no block the reading did not touch (indexes, free space) survives into it. An
+    older store is then brought to this Faultline's schema in the copy (the published file is
+    untouched)."""
+    from . import trust
+    from .migrations import MIGRATIONS, migrate, refuse_newer
 
     with open(path, "rb") as fh:
         head = fh.read(12)
     if head[8:12] != DUCKDB_MAGIC:
+        if head.lstrip()[:1] == b"<":
+            raise RemoteStoreError(f"{shown}: the server sent a web page or XML document, not a store file "
+                                   "(a login page, an error page or a wrong link?)")
         raise RemoteStoreError(f"{shown}: not a DuckDB database file (it starts with {head[:12]!r})")
+    _remove(rebuilt)
     try:
-        con = duckdb.connect(str(path), config={"autoinstall_known_extensions": False,
-                                                "autoload_known_extensions": False})
+        con = trust.connect(str(rebuilt), read_only=False,
+                            allowed_paths=[str(path.resolve()), str(path.resolve()) + ".wal"])
     except duckdb.Error as exc:
-        raise RemoteStoreError(f"{shown}: not a usable DuckDB database: {exc}") from None
+        raise RemoteStoreError(f"{shown}: cannot set up the copy: {_one_line(exc)}") from None
     try:
+        try:
+            con.execute(f"ATTACH '{_sql_literal(path.resolve())}' AS published (READ_ONLY)")
+        except duckdb.Error as exc:
+            raise RemoteStoreError(f"{shown}: not a complete, readable DuckDB database ({_one_line(exc)})") from None
         tables = {r[0] for r in con.execute(
-            "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()").fetchall()}
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = 'published'").fetchall()}
         missing = [t for t in REQUIRED_TABLES if t not in tables]
         if missing:
             raise RemoteStoreError(f"{shown}: a DuckDB file, but not a Faultline store (no {', '.join(missing)} table); "
                                    "publish a store written by `python -m ingest`")
         try:
-            migrate(con)
+            done = [r[0] for r in con.execute("SELECT name FROM published.schema_migrations ORDER BY id").fetchall()]
+            refuse_newer(done, shown)
+            trust.check_catalog(con, shown, done, database="published")
+            current = con.execute("SELECT current_database()").fetchone()[0]
+            con.execute(f'COPY FROM DATABASE published TO "{current}"')
+            con.execute("DETACH published")
+        except StoreError as exc:
+            raise RemoteStoreError(exc.message) from None
+        except duckdb.Error as exc:
+            raise RemoteStoreError(f"{shown}: the file is damaged: DuckDB cannot read all of it ({_one_line(exc)})") from None
+        try:
+            if [n for n, _ in MIGRATIONS if n not in done]:
+                migrate(con)
+            con.execute("CHECKPOINT")
         except StoreError as exc:
             raise RemoteStoreError(f"{shown}: {exc.message}") from None
         except duckdb.Error as exc:
-            raise RemoteStoreError(f"{shown}: the store could not be brought to this Faultline's schema: {exc}") from None
-        con.execute("CHECKPOINT")
+            raise RemoteStoreError(f"{shown}: the store could not be brought to this Faultline's schema: "
+                                   f"{_one_line(exc)}") from None
     finally:
         con.close()
+
+
+def _sql_literal(path: Path) -> str:
+    return str(path).replace("'", "''")
 
 
 # ------------------------------------------------------------------ MotherDuck
@@ -479,8 +828,6 @@ def verify(path: Path, shown: str) -> None:
 def motherduck_available() -> str | None:
     """None when DuckDB's motherduck extension loads here, else why not (never downloading it:
     installing extensions is DuckDB's INSTALL, done once where its site can be reached)."""
-    import duckdb
-
     con = duckdb.connect(config={"autoinstall_known_extensions": False})
     try:
         con.execute("LOAD motherduck")
@@ -492,20 +839,28 @@ def motherduck_available() -> str | None:
 
 
 def snapshot(attach: str, target: Path, shown: str) -> None:
-    """Copy a database DuckDB can attach (a MotherDuck database) into `target`, then verify it."""
-    import duckdb
+    """Copy a database DuckDB can attach (a MotherDuck database) into `target`, verified.
 
-    target.unlink(missing_ok=True)
-    con = duckdb.connect()
+    The connection that copies needs the network (MotherDuck is reached through its extension),
+    so it only copies, reading no view; the copy is then verified like a download (`verify`),
+    from a connection that reaches nothing else."""
+    raw = _part(target.parent)
+    _remove(raw)
+    con = duckdb.connect(config={"autoinstall_known_extensions": False})
     try:
         con.execute("ATTACH ? AS src (READ_ONLY)", [attach])
-        con.execute("ATTACH ? AS dst", [str(target)])
+        con.execute("ATTACH ? AS dst", [str(raw)])
         con.execute("COPY FROM DATABASE src TO dst")
+        con.execute("DETACH dst")
     except duckdb.Error as exc:
-        raise RemoteStoreError(f"{shown}: cannot copy the database: {str(exc).splitlines()[0]}") from None
+        _remove(raw)
+        raise RemoteStoreError(f"{shown}: cannot copy the database: {_one_line(exc)}") from None
     finally:
         con.close()
-    verify(target, shown)
+    try:
+        verify(raw, shown, target)
+    finally:
+        _remove(raw)
 
 
 def _motherduck(spec: str, copy: Path, meta_path: Path, known: Source | None) -> Source:
@@ -520,12 +875,13 @@ def _motherduck(spec: str, copy: Path, meta_path: Path, known: Source | None) ->
             "store file to a bucket or a Hugging Face dataset and give its URL (docs/hosting.md)"
         )
     # MotherDuck offers no validator to revalidate against: a fresh snapshot after each TTL
-    fd, tmp_name = tempfile.mkstemp(dir=copy.parent, prefix=".part-", suffix=".duckdb")
-    os.close(fd)
-    tmp = Path(tmp_name)
+    tmp = _part(copy.parent)
     now = _stamp()
     try:
-        snapshot(spec, tmp, shown)
+        try:
+            snapshot(spec, tmp, shown)
+        except RemoteStoreError as exc:
+            return _refused(shown, known, exc)
         st = tmp.stat()
         meta = Source(source=shown, copy=str(copy), size=st.st_size, fetched_at=now, checked_at=now,
                       local_size=st.st_size, local_mtime_ns=st.st_mtime_ns)
@@ -533,4 +889,4 @@ def _motherduck(spec: str, copy: Path, meta_path: Path, known: Source | None) ->
         _write_meta(meta_path, meta)
         return meta
     finally:
-        tmp.unlink(missing_ok=True)
+        _remove(tmp)

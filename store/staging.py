@@ -125,8 +125,9 @@ class RunStaging:
                 return replace_runs(con, self._chunk, late)
         if self._chunk:
             self._write_chunk()
-        with write_session(self.db) as con:
-            con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
+        # the store's connection reads no file but the store and this command's own staging folder
+        with write_session(self.db, settings={"memory_limit": MEMORY_LIMIT},
+                           allowed_directories=[str(self.folder.resolve()) + os.sep]) as con:
             names = [f"_staged_{table}" for table in TABLES]
             for name, table in zip(names, TABLES):
                 # read lazily by DuckDB; the runs table's types are inferred per chunk (a column

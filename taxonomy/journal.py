@@ -35,6 +35,40 @@ def journal_path(db: Path) -> Path:
     return real.with_name(real.name + SUFFIX)
 
 
+def pointer_path(db: Path) -> Path | None:
+    """A link, in the folder every process on the machine shares for its locks (runlock.py), to
+    the journal a run of this store file (by device and inode) is writing: a hard link in
+    another folder has a journal of its own name, and the next run through any name must find
+    what a killed run kept."""
+    from .runlock import _identity, machine_folder
+
+    folder = machine_folder()
+    try:
+        return None if folder is None else folder / f"{_identity(db)}{SUFFIX}"
+    except OSError:
+        return None
+
+
+def _journals(db: Path) -> list[Path]:
+    """The journals that may hold paid answers for this store: its own, and the one a run
+    through another hard link kept (when it still sits beside a name of this very file)."""
+    own = journal_path(db)
+    found = [own]
+    pointer = pointer_path(db)
+    if pointer is not None:
+        try:
+            other = Path(os.readlink(pointer))
+        except OSError:
+            return found
+        store_name = other.with_name(other.name[:-len(SUFFIX)]) if other.name.endswith(SUFFIX) else None
+        try:
+            if other != own and store_name is not None and other.exists() and os.path.samefile(store_name, db):
+                found.append(other)
+        except OSError:
+            pass
+    return found
+
+
 def _call_json(row: tuple) -> list:
     return [*row[:-1], row[-1].isoformat()]
 
@@ -46,6 +80,7 @@ def _call_row(item: list) -> tuple:
 class Journal:
     def __init__(self, db: Path):
         self.path = journal_path(db)
+        self.pointer = pointer_path(db)
         self._fd: int | None = None
         # answers appended and not yet committed: what a failed run reports as kept
         self.pending_answers = 0
@@ -56,6 +91,7 @@ class Journal:
         if self._fd is None:
             # non-blocking: a FIFO at the journal's name fails here (no reader) instead of hanging
             self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NONBLOCK, 0o644)
+            self._point()
         line = json.dumps({"cache": batch.cache, "calls": [_call_json(c) for c in batch.calls]}, ensure_ascii=False)
         # one write per line: with O_APPEND it lands whole at the end, and once written it
         # survives the process being killed
@@ -79,12 +115,26 @@ class Journal:
             except OSError:
                 pass  # kept as it is: storing it again is harmless (see the module docstring)
 
+    def _point(self) -> None:
+        """Make the machine-wide link name this journal (see `pointer_path`); best effort: the
+        journal itself is what keeps the answers."""
+        if self.pointer is None:
+            return
+        tmp = self.pointer.with_name(f".{self.pointer.name}.{os.getpid()}")
+        try:
+            tmp.unlink(missing_ok=True)
+            os.symlink(self.path, tmp)
+            os.replace(tmp, self.pointer)
+        except OSError:
+            tmp.unlink(missing_ok=True)
+
     def remove(self) -> None:
         """Everything appended is in the store."""
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
         self.path.unlink(missing_ok=True)
+        _unpoint(self.pointer, self.path)
         self.pending_answers = 0
 
     def close(self) -> None:
@@ -130,11 +180,30 @@ def _parse_line(line: bytes) -> Batch | None:
     return Batch(cache=[tuple(r) for r in item["cache"]], calls=calls)
 
 
+def _unpoint(pointer: Path | None, journal: Path) -> None:
+    if pointer is None:
+        return
+    try:
+        if Path(os.readlink(pointer)) == journal:
+            pointer.unlink()
+    except OSError:
+        pass
+
+
 def recover(db: Path) -> tuple[int, int]:
-    """Store what an earlier run journaled but could not commit, then drop the journal.
-    Returns (answers stored, unreadable lines). A line cut short by a kill mid-write, or of a
-    shape the journal never writes, is skipped and counted."""
-    path = journal_path(db)
+    """Store what earlier runs journaled but could not commit (beside this name of the store,
+    or beside another hard link to it), then drop those journals. Returns (answers stored,
+    unreadable lines). A line cut short by a kill mid-write, or of a shape the journal never
+    writes, is skipped and counted."""
+    stored = unreadable = 0
+    for path in _journals(db):
+        got, bad = _recover_one(db, path)
+        stored, unreadable = stored + got, unreadable + bad
+        _unpoint(pointer_path(db), path)
+    return stored, unreadable
+
+
+def _recover_one(db: Path, path: Path) -> tuple[int, int]:
     if not path.exists():
         return 0, 0
     try:

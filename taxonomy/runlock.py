@@ -7,17 +7,19 @@ so a file left behind by a killed run (its pid dead) is taken over by the next r
 deleting it.
 
 The lock is keyed on the store file's identity (device and inode), not on the name it was given:
-a symbolic link and a hard link reach the same file, so they must take the same lock. It lives
-in the folder of the store's real path, named by that identity, and a second one in a folder of
-this machine's temporary directory (a hard link in another folder reaches the same inode, never
-the same folder).
+a symbolic link and a hard link reach the same file, so they must take the same lock. It is taken
+twice. Beside the store, in the folder of its real path, named by that identity (what every name
+of the store on one machine *and* over a network file system reaches); and in a folder every
+process on this machine shares whatever its environment says (`machine_folder`): a hard link in
+another folder reaches the same inode, never the same folder, and `$TMPDIR` differs between
+users, services and shells, so it cannot hold a lock meant for all of them.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
+import sys
 from pathlib import Path
 from typing import Iterator
 
@@ -41,17 +43,40 @@ def lock_path(db: Path) -> Path:
     return real.with_name(f".{real.name}.{_identity(real)}{SUFFIX}")
 
 
+# Where the machine-wide lock goes, first usable wins; never $TMPDIR (see the module docstring).
+# /dev/shm: a RAM-backed folder every Linux process sees, world-writable with the sticky bit,
+# outside TMPDIR, and not made private by systemd's PrivateTmp= (which gives a service its own
+# /tmp and /var/tmp, so a dashboard service and a shell user would lock in different folders).
+# A lock needs no persistence: the kernel holds flocks, and the file is only their handle.
+# /var/tmp, then /tmp (both as named, never through TMPDIR) where there is no /dev/shm (macOS).
+SHARED_FOLDERS = ("/dev/shm", "/var/tmp", "/tmp")
+FOLDER_NAME = "faultline-locks"
+
+
+def machine_folder() -> Path | None:
+    """The folder every process on this machine shares for Faultline's locks, or None when no
+    candidate can hold it (a note says so where it matters)."""
+    for base in SHARED_FOLDERS:
+        root = Path(base)
+        if not root.is_dir() or not os.access(root, os.W_OK | os.X_OK):
+            continue
+        folder = root / FOLDER_NAME
+        try:
+            folder.mkdir(exist_ok=True)
+            if folder.stat().st_uid == os.getuid():
+                folder.chmod(0o1777)  # like /tmp: every user may lock, none may remove another's file
+        except OSError:
+            continue
+        if folder.is_dir() and not folder.is_symlink():
+            return folder
+    return None
+
+
 def machine_lock_path(db: Path) -> Path | None:
-    """The lock every name of the store on this machine shares, or None where the shared folder
-    cannot be made (it is then the lock beside the store alone)."""
-    folder = Path(tempfile.gettempdir()) / "faultline-analysis-locks"
-    try:
-        folder.mkdir(exist_ok=True)
-        if folder.stat().st_uid == os.getuid():
-            folder.chmod(0o1777)  # like /tmp: every user may lock, none may remove another's file
-    except OSError:
-        return None
-    return folder / f"{_identity(db)}{SUFFIX}"
+    """The lock every name of the store on this machine shares, or None where no shared folder
+    can be made (it is then the lock beside the store alone, and the run says so)."""
+    folder = machine_folder()
+    return None if folder is None else folder / f"{_identity(db)}{SUFFIX}"
 
 
 @contextlib.contextmanager
@@ -94,9 +119,14 @@ def run_lock(db: Path) -> Iterator[None]:
     with contextlib.ExitStack() as stack:
         stack.enter_context(_held(lock_path(db), db))
         shared = machine_lock_path(db)
+        why = None if shared is not None else f"none of {', '.join(SHARED_FOLDERS)} can hold {FOLDER_NAME}/"
         if shared is not None:
             try:
                 stack.enter_context(_held(shared, db))
             except PermissionError:
-                pass  # a file another user left without write permission: the lock beside the store holds
+                why = f"{shared} belongs to another user and may not be written"
+        if why is not None:
+            print(f"note: the machine-wide analysis lock could not be taken ({why}); only the lock beside "
+                  f"the store guards this run: a second analysis of it through a hard link in another folder "
+                  "would not be refused", file=sys.stderr)
         yield

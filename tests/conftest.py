@@ -53,9 +53,18 @@ def reader_skips(summary) -> list[tuple[str, str]]:
     return sorted((p, r) for r, paths in summary.skipped.items() if r not in SKIP_REASONS for p in paths)
 
 
+def connect(db, read_only: bool = True) -> duckdb.DuckDBPyConnection:
+    """A plain connection to a store, opened as Faultline opens one (store/trust.py OPEN_CONFIG):
+    DuckDB refuses a second connection to a file with another opening configuration while the
+    app (AppTest) in this process still holds it."""
+    from store.trust import OPEN_CONFIG
+
+    return duckdb.connect(str(db), read_only=read_only, config=OPEN_CONFIG)
+
+
 def q(db, sql, params=None):
     """Run one query on a store through a read-only connection of its own."""
-    con = duckdb.connect(str(db), read_only=True)
+    con = connect(db)
     try:
         return con.execute(sql, params or []).fetchall()
     finally:

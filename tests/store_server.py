@@ -13,7 +13,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class StoreServer:
     """`with StoreServer({"/s.duckdb": data}) as srv:` then `srv.url("/s.duckdb")`.
 
-    `auth`: the Authorization header every request must carry (else 401)."""
+    `auth`: the Authorization header every request must carry (else 401). `special[path]`, when
+    set, answers that path instead: a function of the request handler (a server that trickles,
+    never answers, cuts a body short, redirects in a loop...)."""
 
     def __init__(self, files: dict[str, bytes] | None = None, auth: str | None = None):
         self.files: dict[str, tuple[bytes, str, str]] = {}
@@ -22,6 +24,7 @@ class StoreServer:
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
         self._version = 0
+        self.special: dict = {}
         for path, data in (files or {}).items():
             self.put(path, data)
 
@@ -55,6 +58,16 @@ class StoreServer:
                 pass
 
             def do_GET(self):
+                special = server.special.get(self.path.split("?", 1)[0])
+                if special is not None:
+                    with server._lock:
+                        server.log.append({"path": self.path, "headers": dict(self.headers.items()),
+                                           "status": "special"})
+                    try:
+                        special(self)
+                    except OSError:
+                        pass  # the client went away
+                    return
                 with server._lock:
                     found = server.files.get(self.path.split("?", 1)[0])
                 headers = {k: v for k, v in self.headers.items()}

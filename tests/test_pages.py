@@ -19,7 +19,7 @@ import pytest
 from scipy.stats import binomtest
 from streamlit.testing.v1 import AppTest
 
-from tests.conftest import MMLU_SUITE, requires_fixtures, run_module
+from tests.conftest import MMLU_SUITE, connect, requires_fixtures, run_module
 from tests.seed_store import label_failures, seed
 from stats.fmt import p_value
 from ui.text import md
@@ -50,7 +50,7 @@ def helm_exact_match(split: str | None = None) -> dict[tuple[str, str, str], boo
 def main_em(db) -> dict[tuple[str, str, str], bool]:
     """HELM's verdicts on the questions pages count by default: the main split the ingest
     recorded for the suite's runs (every split when it recorded none)."""
-    with duckdb.connect(str(db), read_only=True) as con:
+    with connect(db) as con:
         (split,), = con.execute("SELECT DISTINCT main_split FROM runs WHERE dataset = 'mmlu'").fetchall()
     return helm_exact_match(split)
 
@@ -170,7 +170,7 @@ def test_compare_page_matches_helm_and_url(labelled_mmlu):
     assert "b_instance_id" not in only_a.columns
     at.number_input(key="page_a").set_value(2).run()
     assert len(at.dataframe[-2].value) == min(a_only - 50, 50) and len(at.dataframe[-1].value) == min(b_only, 50)
-    with duckdb.connect(str(labelled_mmlu), read_only=True) as con:
+    with connect(labelled_mmlu) as con:
         outputs = dict(con.execute("SELECT o.instance_id, o.output_text || ' · ' || (i.choices ->> trim(o.output_text)) "
                                    "FROM outcomes o JOIN instances i USING (run_id, instance_id) WHERE model = ?",
                                    [A]).fetchall())
@@ -268,7 +268,7 @@ def test_data_page(labelled_mmlu):
 
 
 def test_taxonomy_page(labelled_mmlu):
-    with duckdb.connect(str(labelled_mmlu)) as con:
+    with connect(labelled_mmlu, read_only=False) as con:
         con.execute("INSERT INTO taxonomies VALUES ('test-v1', 'Test taxonomy', 'test', ?, now())",
                     [json.dumps([{"name": c, "description": f"about {c}"} for c in CATEGORIES])])
     at = run_page("pages/taxonomy.py", category="Factual Error")
@@ -317,7 +317,7 @@ def test_instances_detail_evidence_and_review(tmp_db, monkeypatch):
     at.run()
     assert not at.exception
     assert [s.value for s in at.success] == ["Review saved."]  # the save confirms itself
-    with duckdb.connect(str(tmp_db), read_only=True) as con:
+    with connect(tmp_db) as con:
         assert con.execute("SELECT action, reviewer, original_category FROM reviews").fetchall() == [
             ("flag", "Ada", "Calculation Error")]
     sig = run_page("pages/signatures.py")
@@ -363,7 +363,7 @@ def offline_mmlu(mmlu_db, monkeypatch):
 def test_every_page_on_offline_analysis(offline_mmlu):
     from taxonomy.catalog import load_taxonomy
 
-    with duckdb.connect(str(offline_mmlu), read_only=True) as con:
+    with connect(offline_mmlu) as con:
         failed_id = con.execute("SELECT dataset || ':' || instance_id FROM failures "
                                 "ORDER BY instance_id LIMIT 1").fetchall()[0][0]
     for page, params in [(None, {}), ("pages/signatures.py", {}), ("pages/compare.py", {"a": A, "b": B}),
@@ -524,7 +524,7 @@ def test_review_relabel_then_confirm(tmp_db, monkeypatch):
     at.button[0].click()
     at.run()
     assert any("Reviewed: relabel → Calculation Error by Ada" in c.value for c in at.caption)
-    with duckdb.connect(str(tmp_db), read_only=True) as con:
+    with connect(tmp_db) as con:
         assert con.execute("SELECT action, category FROM reviews").fetchall() == [
             ("relabel", "Calculation Error")]
     at.radio[0].set_value("confirm")

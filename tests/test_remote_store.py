@@ -132,7 +132,8 @@ def test_refuses_what_is_not_a_faultline_store(tmp_path):
         big = _accuracy(srv.url("/big.duckdb"), {**env, "FAULTLINE_REMOTE_MAX_BYTES": "100000"})
         missing = _accuracy(srv.url("/gone.duckdb"), env)
     assert junk.returncode == bare.returncode == big.returncode == missing.returncode == 2
-    assert "not a DuckDB database file" in junk.stderr
+    assert junk.stderr == (f"error: {srv.url('/junk.duckdb')}: the server sent a web page or XML document, not a "
+                           "store file (a login page, an error page or a wrong link?)\n")
     assert "a DuckDB file, but not a Faultline store (no runs, instances, predictions, schema_migrations table)" in bare.stderr
     assert f"the store is {len(store_bytes):,} bytes, over the 100,000-byte limit" in big.stderr
     assert "HTTP 404" in missing.stderr

@@ -411,3 +411,82 @@ def test_a_journal_line_of_the_wrong_shape_is_skipped_and_counted(tmp_db, line):
     assert not journal_path(tmp_db).exists()
     with FakeLLMServer() as srv:
         assert analyze(tmp_db, UNPRICED, api_base=srv.api_base).analysed_now == 2
+
+
+def _hard_linked(tmp_path, n: int):
+    """A store and a hard link to it in another folder, and a TMPDIR of its own for each."""
+    first = tmp_path / "team-a" / "faultline.duckdb"
+    first.parent.mkdir()
+    seeded(first, n)
+    second = tmp_path / "team-b" / "shared.duckdb"
+    second.parent.mkdir()
+    os.link(first, second)
+    tmpdirs = [tmp_path / "tmp-a", tmp_path / "tmp-b"]
+    for t in tmpdirs:
+        t.mkdir()
+    return first, second, tmpdirs
+
+
+def test_a_hard_linked_store_analysed_from_two_folders_with_two_tmpdirs_pays_each_prompt_once(tmp_path):
+    """The audit's case: one store reached through a hard link in another folder, each run with
+    its own TMPDIR. The lock beside each name is in a different folder, and a machine-wide lock in
+    $TMPDIR is in two: the unfixed runs sent 541 requests for 271 prompts. The machine-wide lock
+    lives in a folder every process shares whatever its TMPDIR (runlock.SHARED_FOLDERS)."""
+    n = 40
+    first, second, tmpdirs = _hard_linked(tmp_path, n)
+    with FakeLLMServer(latency=0.3) as srv:
+        runs = []
+        for db, tmpdir in zip((first, second), tmpdirs):
+            cmd, env = cli(db, srv.api_base, "--concurrency", "2", env_extra={"TMPDIR": str(tmpdir)})
+            runs.append(subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                         text=True))
+        results = [run.communicate(timeout=180) for run in runs]
+        codes = sorted(run.returncode for run in runs)
+        assert codes == [0, 2], results
+        refused = next(err for run, (_, err) in zip(runs, results) if run.returncode == 2)
+        assert "another analysis is running on this store" in refused and "Traceback" not in refused
+        outputs = analysis_outputs(srv)
+        assert len(outputs) == len(set(outputs)) == n  # each prompt paid once
+        assert q(first, "SELECT count(*), count(DISTINCT (run_id, instance_id)) FROM analyses") == [(n, n)]
+        assert q(first, "SELECT count(*) FROM llm_calls")[0][0] == len(srv.requests)
+    # nothing of the lock went to either TMPDIR
+    assert [p for t in tmpdirs for p in t.rglob("*")] == []
+
+
+def test_answers_kept_through_one_hard_link_are_recovered_through_another(tmp_path):
+    """A run through one name stops with answers it could not store (a notebook held the file):
+    the next run through a hard link in another folder, with another TMPDIR, stores them and does
+    not buy them again (the journal beside the first name is found through the machine-wide link
+    to it, taxonomy/journal.py pointer_path)."""
+    n, concurrency = 60, 8
+    first, second, tmpdirs = _hard_linked(tmp_path, n)
+    with FakeLLMServer(latency=0.3) as srv:
+        cmd, env = cli(first, srv.api_base, "--concurrency", str(concurrency),
+                       env_extra={"FAULTLINE_LOCK_TIMEOUT": "0.5", "TMPDIR": str(tmpdirs[0])})
+        run = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while srv.count("analysis") < 16 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        locker = subprocess.Popen([sys.executable, "-c", LOCKER, str(first)], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)
+        try:
+            assert locker.stdout.readline().strip() == "locked"
+            _, err = run.communicate(timeout=120)
+            paid = analysis_outputs(srv)
+        finally:
+            locker.stdin.close()
+            locker.wait(timeout=30)
+        assert run.returncode == 2, err
+        kept = int(re.search(r"(\d+) answer\(s\) already paid for are kept in", err).group(1))
+        assert kept > 0 and journal_path(first).exists()
+        sent_before = len(srv.requests)
+        cmd, env = cli(second, srv.api_base, "--concurrency", str(concurrency), env_extra={"TMPDIR": str(tmpdirs[1])})
+        again = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=180)
+        assert again.returncode == 0, again.stderr
+        assert f"{kept} answers recovered" in again.stderr + again.stdout
+        resent = analysis_outputs(srv, sent_before)
+        assert not set(resent) & set(paid)  # nothing paid for is bought again
+        assert len(resent) == n - len(paid)
+    assert not journal_path(first).exists()
+    assert q(first, "SELECT count(*), count(DISTINCT (run_id, instance_id)) FROM analyses") == [(n, n)]
+    assert q(first, "SELECT count(*) FROM llm_calls")[0][0] == len(srv.requests)

@@ -261,11 +261,14 @@ def test_a_lingering_reader_serves_many_threads_at_once(tmp_db):
     from store import release_read_connections
 
     with write_session(tmp_db) as con:
-        con.execute("CREATE TABLE numbers AS SELECT range AS n FROM range(10000)")
+        # a Faultline table: a store's schema must be Faultline's own (store/trust.py)
+        con.execute("INSERT INTO llm_calls (model, purpose, status, latency_ms, created_at) "
+                    "SELECT 'm', 'test', 'ok', range, now() FROM range(10000)")
 
     def query(i: int) -> int:
         with read_connection(tmp_db, linger=5) as con:
-            return con.execute("SELECT sum(n) FROM numbers WHERE n % 8 = ?", [i % 8]).fetchone()[0]
+            return int(con.execute("SELECT sum(latency_ms) FROM llm_calls WHERE latency_ms % 8 = ?",
+                                   [i % 8]).fetchone()[0])
 
     try:
         with ThreadPoolExecutor(8) as pool:
@@ -284,12 +287,13 @@ def test_a_lingering_reader_notices_its_file_replaced(tmp_path):
     db = tmp_path / "store.duckdb"
     for name, value in ((db, 1), (tmp_path / "next.duckdb", 2)):
         with write_session(name) as con:
-            con.execute("CREATE TABLE marker AS SELECT ? AS v", [value])
+            con.execute("INSERT INTO llm_calls (model, purpose, status, latency_ms, created_at) "
+                        "VALUES ('marker', 'test', 'ok', ?, now())", [value])
     try:
         with read_connection(db, linger=30) as con:
-            assert con.execute("SELECT v FROM marker").fetchone() == (1,)
+            assert con.execute("SELECT latency_ms FROM llm_calls").fetchone() == (1,)
         (tmp_path / "next.duckdb").rename(db)
         with read_connection(db, linger=30) as con:
-            assert con.execute("SELECT v FROM marker").fetchone() == (2,)
+            assert con.execute("SELECT latency_ms FROM llm_calls").fetchone() == (2,)
     finally:
         release_read_connections()

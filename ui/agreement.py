@@ -13,6 +13,7 @@ from . import columns
 from .data import load
 from .filters import Filters
 from .share import page_url
+from .tables import show_table
 
 
 def _instance_links(frame: pl.DataFrame, f: Filters, analyst: str) -> pl.DataFrame:
@@ -56,17 +57,17 @@ def panel(analyst: str, f: Filters) -> str:
     per = pl.DataFrame([{"category": c, **m} for c, m in report.per_category.items()])
     left, right = st.columns(2)
     left.caption("Per category: precision and recall of the analyst against the reference")
-    left.dataframe(per, hide_index=True, column_config=_config(
+    show_table(per, name="agreement-per-category", where=left, hide_index=True, column_config=_config(
         per, precision=columns.percent("Precision"), recall=columns.percent("Recall")))
     right.caption("Confusion (rows: reference, columns: analyst)")
-    right.dataframe(pl.DataFrame({"reference": report.labels,
+    show_table(pl.DataFrame({"reference": report.labels,
                                   **{c: [row[j] for row in report.matrix] for j, c in enumerate(report.labels)}}),
-                    hide_index=True, column_config={"reference": "Reference category"})
+                    name="agreement-confusion", where=right, hide_index=True, column_config={"reference": "Reference category"})
     if report.disagreements:
         st.caption(f"{len(report.disagreements)} disagreements")
         frame = pl.DataFrame([{"dataset": p.dataset, "instance_id": p.instance_id, "model": p.model,
                                "analyst": p.analyst, "reference": p.reference} for p in report.disagreements])
-        st.dataframe(_instance_links(frame, f, analyst), hide_index=True, column_config=_config(
+        show_table(_instance_links(frame, f, analyst), name="agreement-disagreements", hide_index=True, column_config=_config(
             frame, analyst="Analyst's category", reference="Reference category"))
     return against
 
@@ -81,7 +82,7 @@ def review_queue(analyst: str, f: Filters) -> None:
             return
         st.caption(f"{queue.height} unreviewed labels, up to {per} per (category, model): a few dozen reviews "
                    "spread like this give a usable κ on the taxonomy page.")
-        st.dataframe(_instance_links(queue, f, analyst), hide_index=True, column_config=_config(queue))
+        show_table(_instance_links(queue, f, analyst), name="review-queue", hide_index=True, column_config=_config(queue))
 
 
 def shared_wrong_answers(f: Filters, analyst: str | None) -> None:
@@ -92,6 +93,6 @@ def shared_wrong_answers(f: Filters, analyst: str | None) -> None:
             st.caption("No two models chose the same wrong option on any question.")
             return
         st.caption(f"{frame.height} questions where models chose the same distractor")
-        st.dataframe(_instance_links(frame, f, analyst or ""), hide_index=True, column_config=_config(
+        show_table(_instance_links(frame, f, analyst or ""), name="shared-wrong-answers", hide_index=True, column_config=_config(
             frame, wrong_answer=st.column_config.TextColumn("Wrong answer chosen", width="medium"),
             chosen_by=st.column_config.TextColumn("Chosen by", width="large")))

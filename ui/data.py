@@ -16,9 +16,11 @@ from __future__ import annotations
 import concurrent.futures
 import importlib
 import os
+import re
 from pathlib import Path
 from typing import Any, Callable
 
+import duckdb
 import streamlit as st
 
 import store
@@ -47,7 +49,15 @@ def run_bounded(db: str | Path, fn: Callable, **kwargs) -> Any:
     def work() -> Any:
         with store.read_connection(db, linger=READ_LINGER_S, upgrade=upgrade) as con:
             opened.append(con)
-            return fn(con, **kwargs)
+            try:
+                return fn(con, **kwargs)
+            except duckdb.Error as exc:
+                if isinstance(exc, duckdb.InterruptException):
+                    raise
+                # a damaged file (a checksum that does not match), a store of another shape:
+                # said as a message, not a traceback with the server's paths
+                first = " ".join(str(exc).split()) or type(exc).__name__
+                raise store.StoreError(f"{db}: the store could not be read ({first[:500]})") from None
 
     future = _WORKERS.submit(work)
     timeout = query_timeout()
@@ -80,10 +90,16 @@ def active_db() -> Path:
     built: the demo store is shown when it exists, else `require_data` says there is no store. A
     store at a URL is read from its verified local copy; when there is none to be had the page
     says why and stops."""
+    if store.is_remote_db():
+        from store import remote
+
+        # a page never waits past its query deadline for a download (store/remote.py)
+        remote.serve_pages(query_timeout())
     try:
         db = store.resolve_db_path()
     except store.FaultlineError as exc:
-        st.error(f"The store could not be read: {exc.message}", icon=":material/cloud_off:")
+        shown = _SERVER_FOLDER.sub("", exc.message) if read_only() else exc.message
+        st.error(f"The store could not be read: {shown}", icon=":material/cloud_off:")
         st.stop()
     if db.exists() or store.is_remote_db():
         return db
@@ -105,13 +121,18 @@ def is_demo() -> bool:
     return active_db() != store.resolve_db_path()
 
 
+# a folder path on the server: absolute (POSIX or a drive), not part of a URL (after "scheme:" or a host)
+_SERVER_FOLDER = re.compile(r"(?<![\w:/.])(?:[A-Za-z]:)?[/\\](?:[^\s\"'`/\\]+[/\\])+")
+
+
 def public_message(message: str) -> str:
-    """A message fit to show: in read-only mode (a public link) server paths are cut to names."""
+    """A message fit to show: in read-only mode (a public link) server paths are cut to names
+    (the store's folder, and any other absolute path a message carries: DuckDB's own errors)."""
     if not read_only():
         return message
     for path in {active_db(), *(() if store.is_remote_db() else (store.resolve_db_path(),))}:
         message = message.replace(str(path.parent) + os.sep, "").replace(str(path.parent), "")
-    return message
+    return _SERVER_FOLDER.sub("", message)
 
 
 def load(fn: Callable, **kwargs) -> Any:

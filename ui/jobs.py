@@ -5,8 +5,10 @@ cannot take the app down. The registry lives in the server process and outlives 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -59,8 +61,9 @@ def _registry() -> list[Job]:
     return []
 
 
-def start(label: str, args: list[str], db: Path) -> Job:
-    """Run `python -m <args>` against `db`, output to a log file beside the database."""
+def start(label: str, args: list[str], db: Path, discard_on_failure: tuple[Path, ...] = ()) -> Job:
+    """Run `python -m <args>` against `db`, output to a log file beside the database.
+    `discard_on_failure`: folders (an upload's) removed when the job fails, whoever watches it."""
     from .data import read_only
 
     if read_only():  # no control starts a job there; nothing may write a log either
@@ -75,7 +78,17 @@ def start(label: str, args: list[str], db: Path) -> Job:
         proc = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env)
     job = Job(label, command, log, proc)
     _registry().append(job)
+    if discard_on_failure:
+        threading.Thread(target=_discard_on_failure, args=(proc, discard_on_failure), daemon=True,
+                         name="faultline-job-cleanup").start()
     return job
+
+
+def _discard_on_failure(proc: subprocess.Popen, folders: tuple[Path, ...]) -> None:
+    """A load that failed keeps nothing of what was uploaded for it (the store has none of it)."""
+    if proc.wait() != 0:
+        for folder in folders:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def jobs() -> list[Job]:

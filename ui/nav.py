@@ -31,6 +31,11 @@ def configure_page(path: str, heading: str) -> None:
     """The browser tab's title and icon and the page heading, the same way on every page."""
     label = next(lbl for p, lbl, _ in PAGES if p == path)
     st.set_page_config(page_title=f"{label} · Faultline", page_icon=FAVICON, layout="wide")
+    # also in .streamlit/config.toml, which `streamlit run` reads only from the folder it starts in:
+    # Streamlit's own table export writes model text unescaped (ui/tables.py offers an inert one),
+    # and an error a page did not catch shows its type, never a traceback with server paths
+    st.set_option("client.disableDataExport", True)
+    st.set_option("client.showErrorDetails", "type")
     st.title(heading)
 
 

@@ -72,9 +72,11 @@ def analyse_button(caption: bool = False, status: bool = True) -> None:
 
 
 def _start_ingest(path: str, uploads: list, fmt: str, db: Path, roots: list[Path]) -> None:
+    uploaded: list[Path] = []
     try:
         paths = [allowed_path(p.strip(), roots) for p in path.split(";") if p.strip()]
-        paths += save_uploads([(u.name, u.getvalue()) for u in uploads], _upload_root(db))
+        uploaded = save_uploads([(u.name, u.getvalue()) for u in uploads], _upload_root(db))
+        paths += uploaded
     except UploadRefused as exc:
         st.error(md(exc.message, 2000), icon=":material/block:")
         return
@@ -84,7 +86,10 @@ def _start_ingest(path: str, uploads: list, fmt: str, db: Path, roots: list[Path
     label = "load " + ", ".join(p.name for p in paths)
     # the job reads nothing outside the roots, whatever links the folders hold
     confined = [arg for root in roots for arg in ("--only-under", str(root))]
-    jobs.start(label, ["ingest", *map(str, paths), "--format", fmt, *confined], db)
+    # an upload the load refuses is not kept (its folder: the one save_uploads made for it)
+    root = _upload_root(db)
+    folders = tuple({root / p.relative_to(root).parts[0] for p in uploaded})
+    jobs.start(label, ["ingest", *map(str, paths), "--format", fmt, *confined], db, discard_on_failure=folders)
 
 
 @st.fragment(run_every=2)

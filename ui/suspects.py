@@ -13,6 +13,7 @@ from . import columns
 from .data import load
 from .filters import Filters
 from .share import page_url
+from .tables import show_table
 
 
 def panel(f: Filters, analyst: str | None) -> None:
@@ -25,12 +26,12 @@ def panel(f: Filters, analyst: str | None) -> None:
     if frame.is_empty():
         return
     per_dataset = by_dataset(frame)
-    st.dataframe(per_dataset, hide_index=True, column_config=columns.config(
+    show_table(per_dataset, name="suspects-per-dataset", hide_index=True, column_config=columns.config(
         per_dataset.columns, questions="Suspect questions", failures="Failures"))
     links = [page_url("instances", {**f.params(), "analyst": analyst or "", "instance": f"{d}:{i}"})
              for d, i in frame.select("dataset", "instance_id").iter_rows()]
     shown = frame.with_columns(open=pl.Series(links, dtype=pl.String))
-    st.dataframe(shown, hide_index=True, column_config=columns.config(
+    show_table(shown, name="suspect-questions", hide_index=True, column_config=columns.config(
         shown.columns, failures="Failures", why=st.column_config.TextColumn("Why it is suspect", width="large"),
         answer=st.column_config.TextColumn("Shared answer", width="small"),
         models=st.column_config.TextColumn("Models", width="medium"),

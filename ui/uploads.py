@@ -32,6 +32,9 @@ UPLOAD_TYPES = sorted(t.lstrip(".") for t in TEXT_TYPES | ARCHIVE_TYPES)
 MIB = 1024 * 1024
 NAME_BYTES = 255  # the longest file name most file systems take
 MAX_ENTRIES = 100_000
+# folders deep an archive entry may be: a HELM suite is a few; 2,000 made the unpacking recurse
+# past Python's limit (a RecursionError traceback with server paths)
+MAX_DEPTH = 64
 # below this an entry may compress as well as it likes (a small JSON file of repeated keys)
 SMALL_ENTRY = 64 * 1024
 
@@ -102,9 +105,13 @@ def _entries(name: str, archive: zipfile.ZipFile, size: int, limits: Limits) -> 
     if len(infos) > MAX_ENTRIES:
         raise UploadRefused(f"{name}: {len(infos):,} entries, more than {MAX_ENTRIES:,}; refused")
     files, declared = [], 0
+    seen: dict[tuple[str, ...], str] = {}
     for info in infos:
         entry = info.filename
         parts = PurePosixPath(entry.replace("\\", "/")).parts
+        if len(parts) > MAX_DEPTH:
+            raise UploadRefused(f"{name}: entry {entry[:80]!r}… is {len(parts):,} folders deep, more than "
+                                f"{MAX_DEPTH}; refused")
         if entry.startswith(("/", "\\")) or PureWindowsPath(entry).drive or ".." in parts:
             raise UploadRefused(f"{name}: entry {entry!r} points outside the archive; refused")
         if stat.S_ISLNK(info.external_attr >> 16):
@@ -113,11 +120,19 @@ def _entries(name: str, archive: zipfile.ZipFile, size: int, limits: Limits) -> 
             raise UploadRefused(f"{name}: entry {entry[:60]!r}… has a name no file system takes; refused")
         if info.is_dir():
             continue
+        key = tuple(p.casefold() for p in parts)
+        if key in seen:
+            raise UploadRefused(f"{name}: entry {entry!r} is in the archive twice (as {seen[key]!r} too); refused")
+        seen[key] = entry
         if info.file_size > SMALL_ENTRY and info.file_size > limits.max_ratio * max(info.compress_size, 1):
             raise UploadRefused(f"{name}: entry {entry!r} expands more than {limits.max_ratio}× "
                                 "(a compression bomb?); refused")
         declared += info.file_size
         files.append(info)
+    folders = {key[:i] for key in seen for i in range(1, len(key))}
+    clash = next((entry for key, entry in seen.items() if key in folders), None)
+    if clash is not None:
+        raise UploadRefused(f"{name}: entry {clash!r} is both a file and a folder of other entries; refused")
     if declared > limits.unpacked_bytes:
         raise UploadRefused(f"{name}: unpacks to more than {limits.unpacked_bytes // MIB} MiB "
                             "(FAULTLINE_MAX_UNPACKED_MB); refused")
@@ -176,8 +191,12 @@ def _unpack(name: str, data: bytes, folder: Path, limits: Limits) -> Path:
         out = handles.get(info.filename)
         if out is None:
             path = target.joinpath(*PurePosixPath(info.filename.replace("\\", "/")).parts)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            out = handles[info.filename] = open(path, "xb")
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                out = handles[info.filename] = open(path, "xb")
+            except (FileExistsError, IsADirectoryError, NotADirectoryError) as exc:
+                raise UploadRefused(f"{name}: entry {info.filename!r} cannot be unpacked: {exc.strerror} "
+                                    "(another entry of the archive has its name); refused") from None
         out.write(chunk)
 
     with _open_archive(name, data) as archive:

@@ -18,7 +18,7 @@ from .. import files
 from ..jsonio import parse_json
 from ..limits import ArchiveReader, Limits, human
 from ..options import ReadOptions
-from ..names import canonical_dataset, question_hash
+from ..names import canonical_dataset, check_name, question_hash
 from ..passfail import is_finite, make_rule
 from ..evidence import common
 from ..records import InstanceRecord, JudgeNote, ParsedRun, PredictionRecord, Reference, RunRecord
@@ -78,7 +78,14 @@ class CustomRow(BaseModel):
     def _id(cls, v: Any) -> Any:
         if isinstance(v, bool) or v is None or v == "":
             raise ValueError("must be a non-empty string or integer")
+        if isinstance(v, str) and "\0" in v:
+            raise ValueError(f"{v!r} holds a NUL byte")
         return str(v) if isinstance(v, int) else v
+
+    @field_validator("model", "dataset", "domain", "split")
+    @classmethod
+    def _name(cls, v: Any) -> Any:
+        return check_name(v)
 
     @field_validator("reference", mode="before")
     @classmethod

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from ..errors import MALFORMED, IngestError, malformed
 from .. import files
 from ..evidence import EXPLANATION_FIELDS, common, judge_score, positive_int, render_messages, system_text
-from ..jsonio import expect, load_json, load_jsonl
+from ..jsonio import expect, json_type, load_json, load_jsonl
 from ..options import ReadOptions
 from ..passfail import HarnessAggregate, agreement, lookup, make_rule
 from ..names import canonical_dataset, question_hash
@@ -201,6 +201,8 @@ def _samples(path: Path, hasher: "hashlib._Hash") -> list[tuple[int, _Sample]]:
 def _read_unit(unit: _Unit, options: ReadOptions) -> Iterator[ParsedRun | Skipped]:
     hasher = hashlib.sha256()
     aggregate = expect(load_json(unit.aggregate, hasher), dict, str(unit.aggregate)) if unit.aggregate else {}
+    if unit.aggregate:
+        _check_aggregate(aggregate, unit.aggregate)
     if unit.samples is None:
         declared = _declared_sidecar(unit.aggregate)
         reason = (
@@ -232,6 +234,40 @@ def _read_unit(unit: _Unit, options: ReadOptions) -> Iterator[ParsedRun | Skippe
             )
             continue
         yield _build_run(unit, aggregate, result, remark, evaluation_id, model_id, result_key, domain, rows, content_hash, options)
+
+
+# The types the Every Eval Ever schema (0.2.x/0.3.0) gives an aggregate's top-level fields: an
+# aggregate whose evaluation_results is a string was read as "aggregate scores only" (exit 0).
+AGGREGATE_TYPES: dict[str, type] = {
+    "schema_version": str, "evaluation_id": str, "retrieved_timestamp": str, "evaluation_results": list,
+    "model_info": dict, "source_metadata": dict, "detailed_evaluation_results": dict,
+}
+_JSON_TYPES = {str: "a string", list: "an array", dict: "an object"}
+
+
+def _line_of(path: Path, key: str) -> str:
+    """`:LINE` of the first `"key":` in the file (JSON itself has no line numbers to give)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for n, line in enumerate(fh, start=1):
+                if re.search(rf'"{re.escape(key)}"\s*:', line):
+                    return f":{n}"
+    except OSError:
+        pass
+    return ""
+
+
+def _check_aggregate(aggregate: dict, path: Path) -> None:
+    for key, expected in AGGREGATE_TYPES.items():
+        value = aggregate.get(key)
+        if value is not None and not isinstance(value, expected):
+            raise IngestError(f"{path}{_line_of(path, key)}: {key} is {json_type(value)}, "
+                              f"where the Every Eval Ever schema has {_JSON_TYPES[expected]}; not an aggregate "
+                              "Faultline can read")
+    for n, result in enumerate(aggregate.get("evaluation_results") or []):
+        if not isinstance(result, dict):
+            raise IngestError(f"{path}{_line_of(path, 'evaluation_results')}: evaluation_results[{n}] is "
+                              f"{json_type(result)}, where the schema has an object")
 
 
 def _linked_result(results: list, sample: _Sample, n_groups: int, judged_by_is_correct: bool) -> tuple[dict, str | None]:

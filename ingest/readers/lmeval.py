@@ -40,7 +40,7 @@ from pydantic import ValidationError
 from ..errors import IngestError, read_each
 from .. import files
 from ..evidence import common, positive_int, render_messages, system_text
-from ..jsonio import decode_utf8, expect, load_json, parse_json, read_bytes, try_parse
+from ..jsonio import decode_utf8, expect, json_type, load_json, parse_json, read_bytes, try_parse
 from ..names import canonical_dataset, question_hash
 from ..options import ReadOptions
 from ..passfail import HarnessAggregate, agreement, lookup, make_rule, metric_key
@@ -156,7 +156,41 @@ def _rows(samples: Path, hasher: "hashlib._Hash") -> list[tuple[str, dict]]:
             raise IngestError(f"{samples}:{where}: expected a JSON object, found {type(row).__name__}")
         if "doc_id" not in row:
             raise IngestError(f"{samples}:{where}: no doc_id; not an lm-eval sample")
+        _check_types(row, f"{samples}:{where}")
     return rows
+
+
+# The types lm-eval writes for the keys of a sample (lm_eval/evaluator.py, the samples it logs);
+# a key of another type is a file of another shape, not a sample to store as unscored.
+FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "doc_id": (int, str), "doc": (dict,), "filter": (str,), "arguments": (list, dict), "resps": (list,),
+    "filtered_resps": (list,), "metrics": (list,), "doc_hash": (str,), "prompt_hash": (str,),
+    "target_hash": (str,),
+}
+_TYPE_NAMES = {int: "an integer", str: "a string", dict: "an object", list: "an array"}
+
+
+def _check_types(row: dict, where: str) -> None:
+    for key, types in FIELD_TYPES.items():
+        if key in row and (not isinstance(row[key], types) or isinstance(row[key], bool)):
+            expected = " or ".join(_TYPE_NAMES[t] for t in types)
+            raise IngestError(f"{where}: {key} is {json_type(row[key])} ({str(row[key])[:60]!r}); lm-eval writes "
+                              f"{expected} there: not an lm-eval sample of the shape Faultline reads")
+    for name in row.get("metrics") or []:
+        if not isinstance(name, str):
+            raise IngestError(f"{where}: metrics lists {json_type(name)} ({name!r}); expected metric names")
+        if name in row:
+            _check_score(row[name], name, where)
+
+
+def _check_score(value: Any, metric: str, where: str) -> None:
+    """A metric value lm-eval writes: a number, true/false, null, or a [gold, prediction] pair."""
+    if value is None or _is_pair(value) or (_number(value) is not None and not isinstance(value, str)):
+        return
+    if isinstance(value, str) and _number(value) is not None:
+        return  # lm-eval's own spelling of non-finite values ("Infinity", "NaN")
+    raise IngestError(f"{where}: {metric} is {json_type(value)} ({str(value)[:60]!r}), not a score "
+                      "(a number, true/false, or a [gold, prediction] pair)")
 
 
 def _lines(text: str) -> Iterator[tuple[int, str]]:
@@ -275,6 +309,8 @@ def _build_run(ctx: _TaskContext, filter_name: str, rows: list[tuple[str, dict]]
                 f"{where}: doc {raw_id} with filter {filter_name!r} already at {ctx.samples.name}:{seen[instance_id]}"
             )
         seen[instance_id] = place
+        if metric and metric in row:
+            _check_score(row[metric], metric, where)
         try:
             instance = _instance(row, instance_id, raw_id, split, ctx.config.get("doc_to_choice"))
             instances.append(instance)

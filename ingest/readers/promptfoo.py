@@ -24,7 +24,7 @@ from ..errors import IngestError, read_each
 from ..evidence import common, judge_score, positive_int, system_text
 from ..passfail import HarnessAggregate, agreement
 from .. import files
-from ..jsonio import expect, load_json, try_parse
+from ..jsonio import expect, json_type, load_json, try_parse
 from ..options import ReadOptions
 from ..names import question_hash
 from ..records import InstanceRecord, JudgeNote, ParsedRun, PredictionRecord, Reference, RunRecord
@@ -244,6 +244,14 @@ def _result(result: dict, where: str) -> tuple[InstanceRecord, PredictionRecord]
     score = result.get("score")
     if score is not None and (not isinstance(score, (int, float)) or isinstance(score, bool)):
         raise IngestError(f"{where}: score {score!r} is not a number")
+    # objects in promptfoo's export: of another type, the result is not one Faultline can read
+    # (a string response would be stored as a prediction with no output)
+    for key in ("response", "testCase", "gradingResult", "vars"):
+        if result.get(key) is not None and not isinstance(result[key], dict):
+            raise IngestError(f"{where}: {key} is {json_type(result[key])} ({str(result[key])[:60]!r}), "
+                              "where promptfoo writes an object")
+    if result.get("error") is not None and not isinstance(result["error"], str):
+        raise IngestError(f"{where}: error {result['error']!r} is not text")
     test_case = result.get("testCase") if isinstance(result.get("testCase"), dict) else {}
     vars_ = result.get("vars") if isinstance(result.get("vars"), dict) else test_case.get("vars")
     grading = result.get("gradingResult") if isinstance(result.get("gradingResult"), dict) else {}

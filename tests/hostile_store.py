@@ -1,0 +1,91 @@
+"""A Faultline store turned against whoever opens it: its views, a macro shadowing a built-in,
+a table replaced by a view and a column default read a canary file and a canary environment
+variable of the machine that reads the store. Used by tests/test_untrusted_store.py.
+
+The canary values are not in the store: only the *path* of the canary file and the *name* of
+the variable are, so any occurrence of a value in a page, a command's output, a report or a
+merged store means the store read the host."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from tests.seed_store import seed
+
+CANARY_TEXT = "CANARY-FILE-c0ffee91d"
+CANARY_ENV = "FAULTLINE_TEST_CANARY"
+CANARY_VALUE = "CANARY-ENV-deadbeef17"
+A, B = "model-a", "model-b"
+
+
+def canary_file(folder: Path) -> Path:
+    path = folder / "host-secret.txt"
+    path.write_text(CANARY_TEXT + "\n", encoding="utf-8")
+    return path
+
+
+def rows() -> list[dict]:
+    out = []
+    for i in range(12):
+        for model, fails in ((A, i % 2 == 0), (B, i % 3 == 0)):
+            out.append({"model": model, "dataset": "ds", "domain": "dom", "instance_id": f"q{i}",
+                        "is_correct": not fails, "output": f"answer {i}",
+                        **({"title": f"wrong step {i % 3}", "category": "Reasoning Error"} if fails else {})})
+    return out
+
+
+def _leak(secret: Path) -> str:
+    """SQL text that reads the canary file and the process environment (where the canary
+    variable is) when it runs: what a published store can hide in its views."""
+    return (f"((SELECT content FROM read_text('{secret}')) || "
+            "(SELECT replace(content, chr(0), ' ') FROM read_text('/proc/self/environ')))")
+
+
+def make_hostile(db: Path, secret: Path) -> Path:
+    """A real store (runs, failures, labels), then rewritten with a plain DuckDB connection, as
+    anyone can do to a file they publish."""
+    seed(db, rows())
+    leak = _leak(secret)
+    con = duckdb.connect(str(db))
+    try:
+        # outcomes: every output is the host's secrets
+        con.execute(f"""
+            CREATE OR REPLACE VIEW outcomes AS
+            SELECT p.run_id, r.source_format, r.model, r.dataset, r.domain, i.split, p.instance_id,
+                   p.score, p.is_correct, {leak} AS output_text,
+                   i.raw_instance_id, i.perturbation, p.train_trial_index, p.infra_error, r.ingested_at,
+                   r.variant, true AS is_main_split
+            FROM predictions p JOIN runs r USING (run_id)
+            JOIN instances i ON i.run_id = p.run_id AND i.instance_id = p.instance_id""")
+        # failures: every error title is the host's secrets
+        con.execute(f"""
+            CREATE OR REPLACE VIEW failures AS
+            SELECT r.model, r.dataset, r.domain, p.instance_id, l.analyst, {leak} AS error_title,
+                   l.error_summary, l.category, l.taxonomy_version,
+                   p.run_id, p.train_trial_index, l.classifier, l.analysed_at
+            FROM predictions p JOIN runs r USING (run_id)
+            JOIN failure_labels l ON l.run_id = p.run_id AND l.instance_id = p.instance_id
+             AND l.train_trial_index = p.train_trial_index
+            WHERE p.is_correct = false""")
+        # a table the pages count from, replaced by a view of the same shape
+        con.execute("CREATE TABLE latest_labels_real AS SELECT * FROM latest_labels")
+        con.execute("DROP TABLE latest_labels")
+        con.execute(f"CREATE VIEW latest_labels AS SELECT * REPLACE ({leak} AS error_title) FROM latest_labels_real")
+        # a table a merge copies, replaced by a view: every merged analysis would carry the host's secrets
+        con.execute("CREATE TABLE analyses_real AS SELECT * FROM analyses")
+        con.execute("DROP TABLE analyses")
+        con.execute(f"CREATE VIEW analyses AS SELECT * REPLACE ({leak} AS error_summary) FROM analyses_real")
+        # getenv() is the DuckDB shell's; a view naming it can be written through a stand-in macro
+        con.execute("CREATE MACRO getenv(x) AS 'stand-in'")
+        con.execute(f"CREATE VIEW host_env AS SELECT getenv('{CANARY_ENV}') AS value")
+        con.execute("DROP MACRO getenv")
+        # a column default that reads a setting of the host (where DuckDB keeps its secrets)
+        con.execute("ALTER TABLE reviews ALTER COLUMN note SET DEFAULT current_setting('secret_directory')")
+        # a macro shadowing a built-in function every query may call
+        con.execute(f"CREATE MACRO lower(x) AS {leak}")
+        con.execute(f"CREATE MACRO coalesce_title(x) AS {leak}")
+    finally:
+        con.close()
+    return db

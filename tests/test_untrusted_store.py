@@ -1,0 +1,344 @@
+"""A store is untrusted input (issue 27): a store file whose views, macros, tables and column
+defaults read a canary file and a canary environment variable of the machine reading it is
+opened locally, at a URL and as a merge source, and the canaries appear nowhere — not on any
+page (AppTest here, Chromium in test_untrusted_store_browser below), not in any command's output,
+not in a report, not in a merged store. Each is refused, naming what differs."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from store import trust
+from tests.conftest import run_module
+from tests.hostile_store import A, B, CANARY_ENV, CANARY_TEXT, CANARY_VALUE, canary_file, make_hostile, rows
+from tests.seed_store import seed
+from tests.store_server import StoreServer
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = sorted(p.name for p in (ROOT / "pages").glob("*.py"))
+REFUSED_OBJECTS = ("macro coalesce_title (not Faultline's); macro lower (not Faultline's); table analyses (missing); "
+                   "table analyses_real (not Faultline's); table latest_labels (missing); table latest_labels_real "
+                   "(not Faultline's); table reviews (changed); view analyses (not Faultline's); view failures "
+                   "(changed); view host_env (not Faultline's); view latest_labels (not Faultline's); view outcomes "
+                   "(changed)")
+
+
+def _leaks(text: str) -> list[str]:
+    return [c for c in (CANARY_TEXT, CANARY_VALUE) if c in text]
+
+
+@pytest.fixture
+def hostile(tmp_path) -> Path:
+    return make_hostile(tmp_path / "published.duckdb", canary_file(tmp_path))
+
+
+@pytest.fixture
+def canary_env(monkeypatch) -> dict:
+    monkeypatch.setenv(CANARY_ENV, CANARY_VALUE)
+    return {**os.environ, CANARY_ENV: CANARY_VALUE}
+
+
+def _store_text(db: Path) -> str:
+    """Every value of every table of a store, as text (read with external access off)."""
+    con = trust.connect(str(db), read_only=True)
+    try:
+        out = []
+        for (table,) in con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()"
+                                    ).fetchall():
+            out.append(repr(con.execute(f'SELECT * FROM "{table}"').fetchall()))
+        out.append(repr(con.execute("SELECT sql FROM duckdb_views() WHERE NOT internal").fetchall()))
+        return "\n".join(out)
+    finally:
+        con.close()
+
+
+# ------------------------------------------------------------------ the connection itself
+
+
+def test_a_store_connection_reaches_no_file_and_cannot_be_unlocked(hostile, tmp_path):
+    """The first wall, without the schema check: every view and macro that reads the host fails."""
+    con = trust.connect(str(hostile), read_only=True)
+    try:
+        for sql in ("SELECT output_text FROM outcomes", "SELECT error_title FROM failures",
+                    "SELECT error_title FROM latest_labels", "SELECT lower('x')",
+                    f"SELECT * FROM read_text('{tmp_path / 'host-secret.txt'}')"):
+            with pytest.raises(duckdb.PermissionException, match="file system operations are disabled") as err:
+                con.execute(sql).fetchall()
+            assert not _leaks(str(err.value))
+        for sql in ("SET enable_external_access = true", "SET lock_configuration = false",
+                    "SET allowed_directories = ['/']", "RESET enable_external_access"):
+            with pytest.raises(duckdb.Error, match="locked|Cannot enable external access"):
+                con.execute(sql)
+        with pytest.raises(duckdb.Error):
+            con.execute(f"ATTACH '{tmp_path / 'other.duckdb'}' AS other")
+        with pytest.raises(duckdb.Error):
+            con.execute("INSTALL httpfs")
+        with pytest.raises(duckdb.Error):
+            con.execute("LOAD httpfs")
+        assert con.execute("SELECT current_setting('enable_external_access')").fetchone() == (False,)
+    finally:
+        con.close()
+
+
+def test_a_hostile_store_is_refused_naming_each_object(hostile):
+    from store import UntrustedStoreError, read_connection, write_session
+
+    for opener in (read_connection, write_session):
+        with pytest.raises(UntrustedStoreError) as err:
+            with opener(hostile):
+                pass
+        assert f"{hostile}: refused: this store's schema is not the one Faultline creates ({REFUSED_OBJECTS})" in str(err.value)
+        assert not _leaks(str(err.value))
+
+
+def test_an_untouched_store_of_every_vintage_is_accepted(tmp_path):
+    """What the migrations themselves write, at each step, passes (the check follows the code)."""
+    from store.migrations import MIGRATIONS
+    from store.trust import SCHEMA_MIGRATIONS_DDL
+
+    for n in range(1, len(MIGRATIONS) + 1):
+        db = tmp_path / f"v{n}.duckdb"
+        con = duckdb.connect(str(db))
+        con.execute(SCHEMA_MIGRATIONS_DDL)
+        for i, (name, sql) in enumerate(MIGRATIONS[:n], start=1):
+            con.execute(sql)
+            con.execute("INSERT INTO schema_migrations VALUES (?, ?, now())", [i, name])
+        con.close()
+        con = trust.connect(str(db), read_only=True)
+        try:
+            trust.check_catalog(con, str(db), [name for name, _ in MIGRATIONS[:n]])
+        finally:
+            con.close()
+
+
+def test_object_names_the_store_chose_are_repeated_only_when_plain(tmp_path):
+    """A refusal is shown on pages as Markdown: a name like a link is not repeated."""
+    from store import UntrustedStoreError, read_connection
+
+    db = tmp_path / "s.duckdb"
+    seed(db, rows())
+    con = duckdb.connect(str(db))
+    con.execute('CREATE VIEW "[click](http://127.0.0.1:9/x)" AS SELECT 1 AS x')
+    con.close()
+    with pytest.raises(UntrustedStoreError) as err:
+        with read_connection(db):
+            pass
+    shown = f"(view <a name of {len('[click](http://127.0.0.1:9/x)')} characters, not a plain identifier> (not Faultline's))"
+    assert shown in str(err.value)
+    assert "127.0.0.1" not in str(err.value)
+
+
+def test_one_changed_view_is_refused(tmp_path):
+    """The smallest change: the outcomes view filtering out a model's failures."""
+    from store import UntrustedStoreError, read_connection
+
+    db = tmp_path / "s.duckdb"
+    seed(db, rows())
+    con = duckdb.connect(str(db))
+    sql = con.execute("SELECT sql FROM duckdb_views() WHERE view_name = 'outcomes'").fetchone()[0]
+    con.execute(sql.replace("CREATE VIEW", "CREATE OR REPLACE VIEW").rstrip(";") + " WHERE p.is_correct")
+    con.close()
+    with pytest.raises(UntrustedStoreError, match=r"\(view outcomes \(changed\)\)"):
+        with read_connection(db):
+            pass
+
+
+# ------------------------------------------------------------------ commands
+
+
+def test_commands_on_a_hostile_store_leak_nothing(hostile, tmp_path, canary_env):
+    report = tmp_path / "report.html"
+    runs = {
+        "stats accuracy": run_module("stats", "accuracy", "--json", "--db", hostile, env=canary_env),
+        "stats compare": run_module("stats", "compare", A, B, "--db", hostile, env=canary_env),
+        "stats report": run_module("stats", "report", "--db", hostile, "--out", report, env=canary_env),
+        "ingest export": run_module("ingest", "export", "--format", "eee", "--out", tmp_path / "eee", "--db", hostile,
+                                    env=canary_env),
+        "taxonomy analyze": run_module("taxonomy", "analyze", "--db", hostile, "--analyst", "offline", env=canary_env),
+        "ingest --migrate": run_module("ingest", "--migrate", hostile, env=canary_env),
+    }
+    assert {name: _leaks(r.stdout + r.stderr) for name, r in runs.items()} == {name: [] for name in runs}
+    for name, r in runs.items():
+        assert r.returncode == 2, (name, r.stdout, r.stderr)
+        assert "Traceback" not in r.stderr, name
+        assert f"refused: this store's schema is not the one Faultline creates ({REFUSED_OBJECTS})" in r.stderr, name
+    assert not report.exists()
+    assert not (tmp_path / "eee").exists() or not _leaks(
+        "".join(p.read_text(errors="replace") for p in (tmp_path / "eee").rglob("*") if p.is_file()))
+
+
+def test_a_hostile_store_as_a_merge_source_leaks_nothing_into_the_merged_store(hostile, tmp_path, canary_env):
+    good = tmp_path / "good.duckdb"
+    seed(good, rows(), run_tag="g")
+    target = tmp_path / "merged.duckdb"
+    seed(target, rows(), run_tag="t")
+    before = hashlib.sha256(target.read_bytes()).hexdigest()
+    r = run_module("ingest", "merge", good, hostile, "--db", target, env=canary_env)
+    assert not _leaks(_store_text(target))  # the unchecked merge copied the host's file into every analysis
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert f"{hostile}: refused: this store's schema is not the one Faultline creates ({REFUSED_OBJECTS})" in r.stderr
+    assert not _leaks(r.stdout + r.stderr) and "Traceback" not in r.stderr
+    assert hashlib.sha256(target.read_bytes()).hexdigest() == before  # all or nothing: untouched
+    # into a new store: none is left behind
+    fresh = tmp_path / "new.duckdb"
+    r = run_module("ingest", "merge", hostile, "--db", fresh, env=canary_env)
+    assert r.returncode == 2 and not fresh.exists() and not _leaks(r.stdout + r.stderr)
+    # the good store alone merges
+    r = run_module("ingest", "merge", good, "--db", target, env=canary_env)
+    assert r.returncode == 0, r.stderr
+    assert not _leaks(_store_text(target))
+
+
+def test_a_merge_never_reads_a_source_it_did_not_check(hostile, tmp_path, monkeypatch, canary_env):
+    """The second wall: with the schema check of the sources taken away, the merge's connection
+    still reads no file, so nothing of the host can reach the merged store."""
+    from store import merge
+
+    target = tmp_path / "merged.duckdb"
+    seed(target, rows(), run_tag="t")
+    monkeypatch.setattr(merge.trust, "check_catalog", lambda *a, **k: None)
+    try:
+        merge.merge_stores([hostile], db=target)
+    except Exception as exc:  # whatever it says, it says nothing of the host
+        assert not _leaks(str(exc))
+    assert not _leaks(_store_text(target))
+
+
+# ------------------------------------------------------------------ pages (AppTest)
+
+
+def _page_text(at) -> str:
+    """Everything an AppTest run put on the page: every element's protobuf, as text."""
+    out = []
+
+    def walk(node):
+        proto = getattr(node, "proto", None)
+        if proto is not None:
+            out.append(str(proto))
+        for child in getattr(node, "children", {}).values():
+            walk(child)
+
+    walk(at._tree)
+    for frame in at.dataframe:
+        out.append(frame.value.to_csv())
+    return "\n".join(out)
+
+
+@pytest.mark.parametrize("read_only", [False, True])
+def test_pages_on_a_hostile_store_leak_nothing_and_say_why(hostile, monkeypatch, canary_env, read_only):
+    monkeypatch.setenv("FAULTLINE_READ_ONLY", "1" if read_only else "0")
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("FAULTLINE_DB", str(hostile))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.query_params.update({"a": A, "b": B, "instance": "ds:q0", "category": "Reasoning Error"})
+    at.run()
+    seen = {}
+    for page in [None, *PAGES]:
+        if page is not None:
+            at.switch_page(f"pages/{page}")
+            at.run()
+        seen[page] = (_page_text(at), [e.value for e in at.error], bool(at.exception),
+                      bool(at.dataframe or at.metric))
+    assert {page: _leaks(text) for page, (text, *_) in seen.items()} == {page: [] for page in seen}
+    for page, (_, errors, exception, data) in seen.items():
+        assert not exception, page
+        assert len(errors) == 1 and "refused: this store's schema is not the one Faultline creates" in errors[0], page
+        assert REFUSED_OBJECTS.replace("'", "\u2019") in errors[0] or REFUSED_OBJECTS in errors[0], page
+        assert (str(hostile.parent) in errors[0]) is not read_only, page  # no server path on a public page
+        assert not data, page
+
+
+# ------------------------------------------------------------------ a store at a URL
+
+
+def _env(tmp_path: Path, canary_env: dict, **extra) -> dict:
+    env = {k: v for k, v in canary_env.items() if not k.startswith(("AWS_", "HF_", "FAULTLINE_"))}
+    return {**env, "FAULTLINE_CACHE_DIR": str(tmp_path / "cache"), CANARY_ENV: CANARY_VALUE, **extra}
+
+
+def test_a_hostile_store_at_a_url_is_refused_and_never_replaces_the_verified_copy(hostile, tmp_path, canary_env):
+    good = tmp_path / "good.duckdb"
+    seed(good, rows())
+    env = _env(tmp_path, canary_env, FAULTLINE_REMOTE_TTL="0")
+    with StoreServer({"/s.duckdb": hostile.read_bytes()}) as srv:
+        url = srv.url("/s.duckdb")
+        first = run_module("stats", "accuracy", "--json", "--db", url, env=env)
+        assert first.returncode == 2
+        assert first.stderr == (f"error: {url}: refused: this store's schema is not the one Faultline creates "
+                                f"({REFUSED_OBJECTS}). A store is read as untrusted input: its views, macros and "
+                                "column definitions run as SQL when it is read, so only Faultline's own are accepted "
+                                "(docs/reliability.md#a-store-is-untrusted-input). Rebuild it with `python -m ingest`, "
+                                "or export the runs you need and ingest them.\n")
+        assert not [p for p in (tmp_path / "cache").iterdir() if p.suffix in (".duckdb", ".wal")]
+        # a good store, then the hostile one published in its place: the verified copy stays
+        srv.put("/s.duckdb", good.read_bytes())
+        ok = run_module("stats", "accuracy", "--json", "--db", url, env=env)
+        assert ok.returncode == 0, ok.stderr
+        copy = next(p for p in (tmp_path / "cache").iterdir() if p.suffix == ".duckdb")
+        kept = hashlib.sha256(copy.read_bytes()).hexdigest()
+        srv.put("/s.duckdb", hostile.read_bytes())
+        again = run_module("stats", "accuracy", "--json", "--db", url, env=env)
+        assert again.returncode == 0, again.stderr
+        assert again.stdout == ok.stdout
+        assert f"note: {url}: the file now published was refused (refused: this store's schema" in again.stderr
+        assert hashlib.sha256(copy.read_bytes()).hexdigest() == kept
+        assert not _leaks(first.stdout + first.stderr + ok.stdout + again.stdout + again.stderr)
+        assert not _leaks(_store_text(copy))
+
+
+def test_pages_on_a_hostile_store_at_a_url_leak_nothing(hostile, tmp_path, monkeypatch, canary_env):
+    from streamlit.testing.v1 import AppTest
+
+    from store import remote
+
+    remote._memo.clear()
+    monkeypatch.setenv("FAULTLINE_CACHE_DIR", str(tmp_path / "cache"))
+    with StoreServer({"/s.duckdb": hostile.read_bytes()}) as srv:
+        monkeypatch.setenv("FAULTLINE_DB", srv.url("/s.duckdb"))
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+        at.run()
+        for page in [None, *PAGES]:
+            if page is not None:
+                at.switch_page(f"pages/{page}")
+                at.run()
+            assert not _leaks(_page_text(at)), page
+            assert not at.exception, page
+            assert any("refused: this store" in e.value for e in at.error), page
+    remote._memo.clear()
+
+
+# ------------------------------------------------------------------ pages in a real browser
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not Path("/usr/bin/chromium").exists() and os.environ.get("CI") != "true",
+                    reason="Debian chromium is not installed (apt-get install chromium)")
+def test_untrusted_store_browser(hostile, tmp_path, canary_env):
+    """`streamlit run` on the hostile store, with the canary in the server's environment (so in
+    its /proc/self/environ): no page shows either canary; each says the store was refused."""
+    from urllib.parse import urlencode
+
+    from tests.test_browser import chromium, settled, streamlit_app
+
+    env = {**canary_env, "FAULTLINE_DB": str(hostile), "FAULTLINE_READ_ONLY": "1"}
+    params = urlencode({"a": A, "b": B, "instance": "ds:q0", "category": "Reasoning Error"})
+    with streamlit_app(ROOT, env, tmp_path / "streamlit.log") as base, chromium() as browser:
+        page = browser.new_page()
+        seen = {}
+        for path in ["/", *(f"/{p[:-3]}" for p in PAGES)]:
+            page.goto(f"{base}{path}?{params}")
+            settled(page)
+            seen[path] = (page.content(), page.inner_text("[data-testid='stMain']"),
+                          page.locator("[data-testid='stException']").count())
+    assert {path: _leaks(html) for path, (html, *_) in seen.items()} == {path: [] for path in seen}
+    for path, (_, body, exceptions) in seen.items():
+        assert exceptions == 0, path
+        assert "refused: this store\u2019s schema is not the one Faultline creates" in body.replace("'", "\u2019"), path
+        assert str(tmp_path) not in body, path  # read-only: no server path
+    assert not _leaks((tmp_path / "streamlit.log").read_text())
