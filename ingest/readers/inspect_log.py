@@ -34,7 +34,7 @@ from ..jsonio import expect, load_json, parse_json
 from ..limits import ArchiveReader, Limits
 from ..names import canonical_dataset, question_hash
 from ..options import ReadOptions
-from ..passfail import HarnessAggregate, Scale, agreement, is_finite, make_rule
+from ..passfail import HarnessAggregate, Scale, agreement, flag, is_finite, make_rule, unreadable
 from ..records import InstanceRecord, JudgeNote, ParsedRun, PredictionRecord, Reference, RunRecord
 from ..walk import matching_files
 
@@ -98,16 +98,15 @@ def read_log(path: Path, options: ReadOptions) -> ParsedRun:
     if not log.samples:
         raise IngestError(f"{where}: no samples in the log (was it written with --no-log-samples?)")
     override = options.pass_config.for_dataset(dataset, dataset_raw)
-    scorer = override.metric or _first_scorer(log.header, log.samples)
     scorers = {name for _, s in log.samples if isinstance(s.get("scores"), dict) for name in s["scores"]}
-    if scorer and scorers and scorer not in scorers:
-        raise IngestError(f"{where}: no scorer {scorer!r} in the samples (scorers: {', '.join(sorted(scorers))})")
+    judged = _judged(override.metric or _first_result(log.header, log.samples), log.header, scorers, where)
+    scorer = judged.name if judged else None
     instances: dict[str, InstanceRecord] = {}
     predictions: list[PredictionRecord] = []
     seen: set[tuple[str, int]] = set()
     for sample_where, sample in log.samples:
         try:
-            instance, prediction = _sample(sample, scorer, sample_where)
+            instance, prediction = _sample(sample, judged, sample_where)
         except ValidationError as exc:
             err = exc.errors()[0]
             raise IngestError(f"{sample_where}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
@@ -117,13 +116,11 @@ def read_log(path: Path, options: ReadOptions) -> ParsedRun:
         seen.add(key)
         instances.setdefault(instance.instance_id, instance)
         predictions.append(prediction)
-    raw_values = [
-        s["scores"][scorer].get("value") for _, s in log.samples
-        if scorer and isinstance(s.get("scores"), dict) and isinstance(s["scores"].get(scorer), dict)
-    ]
+    raw_values = [v for _, s in log.samples if not s.get("error") and (v := judged.value(s)) is not None] if judged else []
     rule = make_rule(
         scorer, "config" if override.metric else "inspect scorer", override, lower_is_better=False,
-        scale=_value_scale(raw_values), evidence=_accuracy_scale(log.header, scorer),
+        scale=_value_scale(raw_values), evidence=_accuracy_scale(log.header, judged.result if judged else None),
+        unreadable=unreadable(raw_values, _advice(judged, dataset, log), _readable) if judged else None,
     )
     n_nonfinite = sum(1 for v in raw_values if _nonfinite(v))
     predictions = [
@@ -131,7 +128,7 @@ def read_log(path: Path, options: ReadOptions) -> ParsedRun:
         for p in predictions
     ]
     scored = [p for p in predictions if not p.infra_error]
-    aggregate = _header_aggregate(log.header, scorer) if scorer else None
+    aggregate = _header_aggregate(log.header, judged.result) if judged else None
     # Inspect reports every scorer's own metrics: the judged scorer's accuracy (else mean) is its headline
     harness = agreement(
         aggregate, [p.score for p in scored if p.score is not None], len(scored),
@@ -173,7 +170,7 @@ def read_log(path: Path, options: ReadOptions) -> ParsedRun:
 def _value_scale(values: list) -> tuple[float, float, str] | None:
     """0–1 when the scorer speaks Inspect's letters or booleans (C is 1.0, correct); numbers alone
     say nothing of their scale."""
-    words = [v for v in values if isinstance(v, bool) or (isinstance(v, str) and not _numeric_text(v))]
+    words = [v for v in values if isinstance(v, bool) or (isinstance(v, str) and not _numeric_text(v) and _readable(v))]
     if not words:
         return None
     return 0.0, 1.0, "binary" if all(v in ("C", "I", True, False) for v in values) else "inspect value_to_float"
@@ -253,11 +250,11 @@ def _numeric_text(text: str) -> bool:
     return True
 
 
-def _header_aggregate(header: dict, scorer: str) -> HarnessAggregate | None:
-    """The header's accuracy (else mean) for the scorer, and how many samples it counts."""
+def _header_aggregate(header: dict, result: str | None) -> HarnessAggregate | None:
+    """The header's accuracy (else mean) for the judged score, and how many samples it counts."""
     results = header.get("results") if isinstance(header.get("results"), dict) else {}
     for score in results.get("scores") or []:
-        if not isinstance(score, dict) or score.get("name") != scorer:
+        if not isinstance(score, dict) or result is None or score.get("name") != result:
             continue
         metrics = score.get("metrics") if isinstance(score.get("metrics"), dict) else {}
         for name in ("accuracy", "mean"):
@@ -266,7 +263,7 @@ def _header_aggregate(header: dict, scorer: str) -> HarnessAggregate | None:
             if is_finite(value):
                 n = results.get("completed_samples", results.get("total_samples"))
                 # logs written by other tools may report a 0–1 scorer's accuracy as a percentage
-                return HarnessAggregate(f"{scorer}/{name}", None, float(value), n if isinstance(n, int) else None,
+                return HarnessAggregate(f"{result}/{name}", None, float(value), n if isinstance(n, int) else None,
                                         may_be_percent=True)
     return None
 
@@ -321,9 +318,10 @@ def _read_json_log(path: Path) -> _Log:
     )
 
 
-def _first_scorer(header: dict, samples: list[tuple[str, dict]]) -> str | None:
-    for score in (header.get("results") or {}).get("scores") or []:
-        if isinstance(score, dict) and isinstance(score.get("name"), str):
+def _first_result(header: dict, samples: list[tuple[str, dict]]) -> str | None:
+    """The headline: the first score the header's results report, else the first scorer a sample has."""
+    for score in _results(header):
+        if isinstance(score.get("name"), str):
             return score["name"]
     for _, sample in samples:
         if isinstance(sample.get("scores"), dict) and sample["scores"]:
@@ -331,7 +329,82 @@ def _first_scorer(header: dict, samples: list[tuple[str, dict]]) -> str | None:
     return None
 
 
-def _sample(sample: dict, scorer: str | None, where: str) -> tuple[InstanceRecord, PredictionRecord]:
+def _results(header: dict) -> list[dict]:
+    results = header.get("results") if isinstance(header.get("results"), dict) else {}
+    return [s for s in results.get("scores") or [] if isinstance(s, dict)]
+
+
+@dataclass(frozen=True)
+class _Judged:
+    """The score a run is judged on: a scorer's value, or one field of a scorer's dict value.
+    Inspect reports a dict-valued scorer's metrics per field (an EvalScore named by the field,
+    whose `scorer` is the scorer), so a field the header reports is a documented score."""
+
+    scorer: str
+    field: str | None = None
+    result: str | None = None  # the header's name for it (the field for a documented one)
+
+    @property
+    def name(self) -> str:
+        """The main metric as stored: the scorer, or scorer/field."""
+        return f"{self.scorer}/{self.field}" if self.field else self.scorer
+
+    def value(self, sample: dict) -> Any:
+        scores = sample.get("scores") if isinstance(sample.get("scores"), dict) else {}
+        score = scores.get(self.scorer)
+        value = score.get("value") if isinstance(score, dict) else None
+        if self.field is None:
+            return value
+        return value.get(self.field) if isinstance(value, dict) else value
+
+
+def _judged(metric: str | None, header: dict, scorers: set[str], where: str) -> _Judged | None:
+    """What `metric` (the user's --main-metric, else the headline) names: a scorer of the
+    samples, a score the header reports (a dict field, under its scorer), or SCORER/FIELD."""
+    if metric is None:
+        return None
+    if metric in scorers or not scorers:
+        return _Judged(metric, result=metric)
+    for score in _results(header):
+        scorer = score.get("scorer") if isinstance(score.get("scorer"), str) else score.get("name")
+        if score.get("name") == metric and scorer in scorers:
+            return _Judged(scorer, None if scorer == metric else metric, metric)
+    head, _, tail = metric.partition("/")
+    if head in scorers and tail:
+        return _Judged(head, tail, next((s.get("name") for s in _results(header)
+                                         if s.get("scorer") == head and s.get("name") == tail), None))
+    fields = sorted({f"{s.get('scorer')}/{s.get('name')}" for s in _results(header)
+                     if s.get("scorer") in scorers and s.get("name") != s.get("scorer")})
+    also = f"; fields the log reports: {', '.join(fields)}" if fields else ""
+    raise IngestError(f"{where}: no scorer {metric!r} in the samples (scorers: {', '.join(sorted(scorers))}{also})")
+
+
+def _readable(value: Any) -> bool:
+    """Whether Inspect's value_to_float reads the value as a score rather than as its fallback 0."""
+    return _as_float(value) is not None or _nonfinite(value)
+
+
+def _advice(judged: _Judged, dataset: str, log: _Log) -> str:
+    """What to do about a judged score whose values are not numbers."""
+    example = next((v for _, s in log.samples if not _readable(v := judged.value(s))), None)
+    if isinstance(example, dict):
+        fields = [k for k, v in example.items() if _readable(v)]
+        if fields:
+            return (f"The log reports no metric for a field of {judged.scorer}'s dicts: name the field that holds "
+                    f"the score with {flag('--main-metric', dataset, f'{judged.scorer}/FIELD')} "
+                    f"(fields with numbers: {', '.join(fields)})")
+    numeric = sorted(
+        name for name in {n for _, s in log.samples if isinstance(s.get("scores"), dict) for n in s["scores"]}
+        if name != judged.scorer and all(_readable(v) for _, s in log.samples
+                                         if (v := _Judged(name).value(s)) is not None)
+    )
+    other = (f"Judge on another scorer with {flag('--main-metric', dataset, 'NAME')} (scorers with numbers here: "
+             f"{', '.join(numeric)}), or t" if numeric else "T")
+    return (f"{other}urn its values into numbers in a table of your own (JSONL or CSV, one row per sample) and "
+            f"load that with --map score=COLUMN and {flag('--scale', dataset, 'LOW:HIGH')}")
+
+
+def _sample(sample: dict, judged: "_Judged | None", where: str) -> tuple[InstanceRecord, PredictionRecord]:
     attachments = sample.get("attachments") if isinstance(sample.get("attachments"), dict) else {}
     # only the fields read: events repeat the whole conversation and are large
     sample = {k: _resolve_attachments(sample.get(k), attachments) for k in READ_FIELDS}
@@ -344,9 +417,9 @@ def _sample(sample: dict, scorer: str | None, where: str) -> tuple[InstanceRecor
         raise IngestError(f"{where}: epoch {epoch!r} is not a positive integer")
     instance = _instance(sample, instance_id, where)
     scores = sample.get("scores") if isinstance(sample.get("scores"), dict) else {}
-    metrics = {name: v for name, s in scores.items() if (v := _score_value(s)) is not None}
-    main = scores.get(scorer) if scorer else None
-    value = main.get("value") if isinstance(main, dict) else None
+    metrics = _metrics(scores)
+    main = scores.get(judged.scorer) if judged else None
+    value = judged.value(sample) if judged else None
     error = sample.get("error")
     output, thinking = _output(sample.get("output"))
     finish_reason, output_tokens = _finish(sample.get("output"))
@@ -458,8 +531,14 @@ def _output(output: Any) -> tuple[str | None, str | None]:
     return (completion if isinstance(completion, str) else text), thinking
 
 
-def _score_value(score: Any) -> float | None:
-    return _as_float(score.get("value")) if isinstance(score, dict) else None
+def _metrics(scores: dict) -> dict[str, float]:
+    """Every scorer's value that reads as a number (a dict value's fields as SCORER/FIELD)."""
+    out = {}
+    for name, score in scores.items():
+        value = score.get("value") if isinstance(score, dict) else None
+        items = [(f"{name}/{k}", v) for k, v in value.items()] if isinstance(value, dict) else [(name, value)]
+        out.update((key, number) for key, v in items if (number := _as_float(v)) is not None)
+    return out
 
 
 def _as_float(value: Any) -> float | None:
@@ -476,14 +555,10 @@ def _as_float(value: Any) -> float | None:
         try:
             number = float(text)
         except ValueError:
-            return 0.0  # Inspect's value_to_float: any other text counts as 0
+            # Inspect's value_to_float warns and counts any other text as 0; Faultline refuses it
+            return None
         return number if math.isfinite(number) else None
-    if isinstance(value, dict):
-        # a scorer reporting several values: its first one that is a score
-        for item in value.values():
-            number = _as_float(item)
-            if number is not None:
-                return number
+    # a dict (several values) or a list is no one score: the reader asks which field
     return None
 
 
