@@ -5,6 +5,7 @@ RECORD_SCHEMA_VERSION is stored on each run so that a store can tell which reade
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -102,6 +103,7 @@ class RunRecord(_Record):
     status: str = Field("complete", description="complete, or the log's own word for an unfinished run (cancelled, error, started)")
     instructions: str | None = Field(None, description="the task's instructions as the harness gave them for every instance (HELM instructions and prefixes, a system message)")
     max_tokens: int | None = Field(None, description="the generation limit the harness set")
+    started_at: datetime | None = Field(None, description="when the run was made, as the log says (UTC when it gives a zone): orders reruns")
     record_schema_version: int = RECORD_SCHEMA_VERSION
 
 

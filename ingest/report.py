@@ -243,7 +243,28 @@ def details(summary: "IngestSummary", skipped_list: Path | None = None) -> list[
             f"unscored: {missing:,} predictions have no value of their run's judged metric, so no verdict "
             f"(in {', '.join(runs[:3])}{', …' if len(runs) > 3 else ''})"
         )
+    lines.extend(rerun_lines(summary.reruns))
     lines.extend(skipped_lines(summary.skipped, skipped_list))
+    return lines
+
+
+SHOWN_RERUNS = 10
+
+
+def rerun_lines(reruns: list) -> list[str]:
+    """Reruns of one model on one task collapsed into their latest (store/runs.py `reruns`)."""
+    collapsed = sum(c.superseded for c in reruns)
+    if not collapsed:
+        return []
+    lines = [f"reruns: {collapsed:,} earlier run{'s' * (collapsed != 1)} of a model on questions a later run of it "
+             "answered again are collapsed into the latest, which counts (the earlier ones stay in the store, "
+             "runs.superseded_by):"]
+    for c in reruns[:SHOWN_RERUNS]:
+        how = ("no log says when it ran and they were ingested together, so the last by path counts: "
+               "ingest the one that should count last" if c.by == "path order" else f"the latest by {c.by}")
+        lines.append(f"  {c.model} on {c.dataset}: {c.runs:,} runs, {c.superseded:,} collapsed; {how}")
+    if len(reruns) > SHOWN_RERUNS:
+        lines.append(f"  … {len(reruns) - SHOWN_RERUNS:,} more models and datasets (the data page lists each run)")
     return lines
 
 

@@ -6,12 +6,30 @@ the resulting schema and tests/test_docs_schema.py keeps the two in step.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import duckdb
 
 from .errors import StoreError
 from .writes import transaction
 
-MIGRATIONS: list[tuple[str, str]] = [
+
+Finish = Callable[[duckdb.DuckDBPyConnection], None]
+
+
+def _reruns_and_model_identity(con: duckdb.DuckDBPyConnection) -> Finish:
+    """017: the columns; once every pending migration is applied (the rules write tables later
+    migrations may change), every run's variant and reruns decided by this version's rules."""
+    con.execute("ALTER TABLE runs ADD COLUMN started_at TIMESTAMP")
+    con.execute("ALTER TABLE runs ADD COLUMN superseded_by VARCHAR")
+    from .runs import refresh_identities  # the rules live with the writes; imported only to upgrade
+
+    return refresh_identities
+
+
+# Each step is SQL, or a function of the connection for what SQL cannot say (rules kept in
+# Python); such a function may return one to run once every pending step is applied.
+MIGRATIONS: list[tuple[str, str | Callable[[duckdb.DuckDBPyConnection], Finish | None]]] = [
     (
         "001_core_tables",
         """
@@ -450,6 +468,14 @@ MIGRATIONS: list[tuple[str, str]] = [
         ALTER TABLE llm_cache ADD COLUMN finish_reason VARCHAR;
         """,
     ),
+    (
+        "017_reruns_and_model_identity",
+        # A model is a model (issue 23): reruns of one model on one task are trials of it, the
+        # latest counts (`superseded_by` names the run that counts instead of an earlier one,
+        # ordered by `started_at`, the log's own time); a variant names only a setting that
+        # changes what the model was asked. Existing runs get both decided again.
+        _reruns_and_model_identity,
+    ),
 ]
 
 
@@ -482,11 +508,17 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
             f"the database has migrations this Faultline does not know ({', '.join(unknown)}); "
             "upgrade Faultline"
         )
-    pending = [(i, name, sql) for i, (name, sql) in enumerate(MIGRATIONS, start=1) if name not in done]
+    pending = [(i, name, step) for i, (name, step) in enumerate(MIGRATIONS, start=1) if name not in done]
     if not pending:
         return []
     with transaction(con):
-        for i, name, sql in pending:
-            con.execute(sql)
+        finish: list[Finish] = []
+        for i, name, step in pending:
+            if isinstance(step, str):
+                con.execute(step)
+            elif (then := step(con)) is not None:
+                finish.append(then)
             con.execute("INSERT INTO schema_migrations VALUES (?, ?, current_localtimestamp())", [i, name])
+        for then in finish:
+            then(con)
     return [name for _, name, _ in pending]

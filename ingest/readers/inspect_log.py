@@ -16,6 +16,7 @@ Cancelled or errored runs keep the samples they have, and `runs.status` says so.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import os
 import re
@@ -36,6 +37,7 @@ from ..names import canonical_dataset, question_hash
 from ..options import ReadOptions
 from ..passfail import HarnessAggregate, Scale, agreement, flag, is_finite, make_rule, unreadable
 from ..records import InstanceRecord, JudgeNote, ParsedRun, PredictionRecord, Reference, RunRecord
+from ..times import log_time
 from ..walk import matching_files
 
 FORMAT = "inspect"
@@ -139,7 +141,7 @@ def read_log(path: Path, options: ReadOptions) -> ParsedRun:
     config = eval_spec.get("config") if isinstance(eval_spec.get("config"), dict) else {}
     settings = {
         "harness": FORMAT, "task": task, "task_id": eval_spec.get("task_id"), "run": eval_spec.get("run_id"),
-        "epochs": config.get("epochs"),
+        "epochs": config.get("epochs"), **_identity_settings(eval_spec, log.header),
     }
     run_key = f"{path.resolve()}|{eval_spec.get('task_id')}|{eval_spec.get('run_id')}"
     run = RunRecord(
@@ -159,6 +161,7 @@ def read_log(path: Path, options: ReadOptions) -> ParsedRun:
         settings={k: v for k, v in settings.items() if v is not None},
         instructions=common(system_text(s.get("messages")) for _, s in log.samples),
         max_tokens=_max_tokens(log.header),
+        started_at=log_time(eval_spec.get("created")),
         **harness,
     )
     return ParsedRun(
@@ -185,6 +188,39 @@ def _accuracy_scale(header: dict, scorer: str | None) -> list[Scale]:
         if isinstance(metrics, dict) and "accuracy" in metrics:
             return [Scale(0.0, 1.0, "inspect accuracy", f"the log's accuracy metric for {scorer} (0–1 correctness)")]
     return []
+# ---------------------------------------------------------------- what the run is one of
+
+# Task arguments that shape the prompt (inspect_evals' cot, fewshot, prompt templates); the
+# others pick the data (subjects, language, subset, ...).
+PROMPT_ARG = re.compile(r"chain_of_thought|(^|_)cot($|_)|few_?shot|shots?($|_)|prompt|template|instruction|system_message")
+
+
+def _identity_settings(eval_spec: dict, header: dict) -> dict:
+    """Which part of the dataset the run answers (`subset`: the task's data arguments) and how
+    the model was asked (chain of thought, shots, other prompt arguments, a short hash of the
+    solver plan), for store/runs.py `variants` and `reruns`. Reruns of a task differ in their
+    task and run ids only."""
+    args = eval_spec.get("task_args") if isinstance(eval_spec.get("task_args"), dict) else {}
+    out: dict = {}
+    data = {k: v for k, v in args.items() if not PROMPT_ARG.search(k.lower())}
+    prompt = {k: v for k, v in args.items() if PROMPT_ARG.search(k.lower())}
+    if data:
+        out["subset"] = data
+    for key in list(prompt):
+        if re.search(r"chain_of_thought|(^|_)cot($|_)", key.lower()) and isinstance(prompt[key], bool):
+            out["chain_of_thought"] = prompt.pop(key)
+        elif re.search(r"few_?shot|shots?($|_)", key.lower()) and isinstance(prompt[key], int) and not isinstance(prompt[key], bool):
+            out["n_shot"] = prompt.pop(key)
+    if prompt:
+        out["prompt_args"] = prompt
+    plan = header.get("plan") if isinstance(header.get("plan"), dict) else {}
+    steps = plan.get("steps")
+    if isinstance(steps, list) and steps:
+        text = json.dumps(steps, sort_keys=True, default=str)
+        out["prompt_template"] = hashlib.sha1(text.encode()).hexdigest()[:8]
+    return out
+
+
 # ---------------------------------------------------------------- evidence beyond the score
 
 

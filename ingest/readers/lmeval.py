@@ -32,6 +32,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -45,6 +46,7 @@ from ..names import canonical_dataset, question_hash
 from ..options import ReadOptions
 from ..passfail import HarnessAggregate, Unreadable, agreement, flag, lookup, make_rule, metric_key, unreadable
 from ..records import InstanceRecord, ParsedRun, PredictionRecord, Reference, RunRecord
+from ..times import log_time
 from ..walk import matching_files
 
 FORMAT = "lm-eval"
@@ -320,6 +322,7 @@ def _build_run(ctx: _TaskContext, filter_name: str, rows: list[tuple[str, dict]]
         settings={k: v for k, v in settings.items() if v is not None},
         instructions=_instructions(ctx, instances),
         max_tokens=_max_gen_toks(rows, ctx.config),
+        started_at=_started_at(ctx.samples),
         **harness,
     )
     return ParsedRun(run=run, instances=instances, predictions=predictions, n_nonfinite=n_nonfinite, rule=rule)
@@ -377,6 +380,12 @@ def _main_metric(rows: list[tuple[str, dict]], config_metrics: list[str]) -> str
             return preferred
     binary = [n for n in candidates if (info := lookup(n)) is not None and info.binary]
     return (binary or candidates)[0]
+
+
+def _started_at(samples: Path) -> datetime | None:
+    """When lm-eval wrote the samples: the (local) time stamp in the file name."""
+    match = SAMPLES_RE.match(samples.name)
+    return log_time(match["stamp"]) if match else None
 
 
 def _readable(value: Any) -> bool:
