@@ -197,3 +197,43 @@ def test_the_shared_real_logs_keep_their_identities(tmp_db):
     assert q(tmp_db, "SELECT r.started_at, r.superseded_by IS NULL, count(*) FROM latest_outcomes o "
                      "JOIN runs r USING (run_id) WHERE o.model = 'openai/gpt-4o-mini' GROUP BY ALL ORDER BY 1") == [
         (datetime(2025, 2, 11, 20, 18, 4), False, 7), (datetime(2025, 5, 13, 0, 28, 13), True, 3)]
+
+
+def test_analysis_pays_only_for_failures_that_count(tmp_path, tmp_db):
+    from store.analysis import failures
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    inspect_rerun(logs / "early.eval", "org/m1", 1, ["I", "I", "I"])
+    inspect_rerun(logs / "late.eval", "org/m1", 2, ["C", "I"])  # asks questions 0 and 1 again
+    ingest_paths([logs], db=tmp_db)
+    with store.read_connection(tmp_db) as con:
+        kept = [(f["run_id"] == q(tmp_db, "SELECT run_id FROM runs WHERE superseded_by IS NULL")[0][0], f["instance_id"])
+                for f in failures(con)]
+    # the late run's failure, and the early run's on the question the late one did not ask
+    assert sorted(kept) == [(False, "2"), (True, "1")]
+
+
+def test_the_data_page_shows_the_collapsed_reruns(tmp_path, tmp_db, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from conftest import ROOT
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for n in range(3):
+        inspect_rerun(logs / f"r{n}.eval", "org/m1", n, ["C", "I"])
+    inspect_rerun(logs / "other.eval", "org/m2", 0, ["C", "C"])
+    ingest_paths([logs], db=tmp_db)
+    monkeypatch.setenv("FAULTLINE_DB", str(tmp_db))
+    monkeypatch.delenv("FAULTLINE_READ_ONLY", raising=False)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.switch_page("pages/data.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(i.value.startswith("2 earlier reruns collapsed: runs of a model on questions a later run of it "
+                                  "answered again") for i in at.info)
+    runs = at.dataframe[0].value
+    assert sorted(runs["rerun"]) == ["earlier rerun; counts instead: inspect_evals/arith:org/m1"] * 2 + [
+        "latest of 3 reruns: counts", "—"]
+    assert list(runs["model"].unique()) == ["org/m1", "org/m2"]
