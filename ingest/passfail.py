@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -430,6 +431,37 @@ def flag(name: str, dataset: str, value: str) -> str:
     import shlex
 
     return f"{name} {shlex.quote(f'{dataset}={value}')}"
+
+
+# The per-dataset flags a refusal may ask for (`flag`): what the app offers fields for.
+ASKABLE = ("--scale", "--pass-threshold", "--main-metric")
+_ASKED = re.compile(r"""(?<![\w-])(--scale|--pass-threshold|--main-metric) ((?:'[^']*'|"[^"]*"|[^\s'"])+)""")
+
+
+@dataclass(frozen=True)
+class Ask:
+    """A flag a message asks the user to give for one dataset, as `flag` wrote it."""
+
+    flag: str
+    dataset: str
+    placeholder: str  # LOW:HIGH, X, NAME, SCORER/FIELD
+
+
+def asked(message: str) -> list[Ask]:
+    """Every per-dataset flag `message` asks for (as `flag` writes them), in order, each once."""
+    import shlex
+
+    out: list[Ask] = []
+    for name, quoted in _ASKED.findall(message):
+        try:
+            (word,) = shlex.split(quoted.rstrip(".,;)"))
+        except ValueError:
+            continue
+        dataset, sep, placeholder = word.rpartition("=")
+        ask = Ask(name, dataset, placeholder)
+        if sep and dataset and ask not in out:
+            out.append(ask)
+    return out
 
 
 def refusal(problems: list[tuple[str, str, str, str]]) -> IngestError:
