@@ -42,6 +42,7 @@ if not_compared.height:
 shown = columns.words(runs, "harness_agrees").with_columns(pl.col(pl.String).fill_null("—"))
 st.dataframe(shown, hide_index=True, column_config=columns.config(
     shown.columns, harness_note=st.column_config.TextColumn("Harness check", width="large"),
+    rerun=st.column_config.TextColumn("Rerun", width="medium"),
     file=st.column_config.TextColumn("File", width="medium")))
 impossible = ui.load(q.impossible_rates, models=f.models, datasets=f.datasets, domains=f.domains)
 if impossible.height:

@@ -550,7 +550,8 @@ def runs(con, models=None, datasets=None, domains=None) -> pl.DataFrame:
         f"""
         SELECT * FROM (
             SELECT {model_key_sql("r")} AS model, r.dataset, r.domain, r.variant,
-                   CASE WHEN r.superseded_by IS NOT NULL THEN 'earlier rerun; counts instead: ' || s.run_name
+                   CASE WHEN r.superseded_by IS NOT NULL
+                        THEN 'earlier; counts: ' || regexp_extract(s.source_path, '[^/\\\\]*$')
                         WHEN k.n IS NOT NULL THEN 'latest of ' || (k.n + 1) || ' reruns: counts' END AS rerun,
                    r.source_format, regexp_extract(r.source_path, '[^/\\\\]*$') AS file, r.main_split,
                    r.main_metric, r.headline_metric, r.harness_agrees, r.harness_note, r.verdict_rule,
@@ -561,7 +562,10 @@ def runs(con, models=None, datasets=None, domains=None) -> pl.DataFrame:
             LEFT JOIN runs s ON s.run_id = r.superseded_by
             LEFT JOIN (SELECT superseded_by AS run_id, count(*) AS n FROM runs WHERE superseded_by IS NOT NULL
                        GROUP BY 1) k ON k.run_id = r.run_id
-        ) WHERE true {where} ORDER BY model, dataset, domain, run_id
+        ) WHERE true {where}
+        -- reruns together, the one that counts first, then the latest earlier ones
+        ORDER BY model, dataset, domain, superseded_by IS NOT NULL, started_at DESC NULLS LAST, ingested_at DESC,
+                 run_id
         """,
         params,
     )

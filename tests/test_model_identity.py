@@ -234,6 +234,8 @@ def test_the_data_page_shows_the_collapsed_reruns(tmp_path, tmp_db, monkeypatch)
     assert any(i.value.startswith("2 earlier reruns collapsed: runs of a model on questions a later run of it "
                                   "answered again") for i in at.info)
     runs = at.dataframe[0].value
-    assert sorted(runs["rerun"]) == ["earlier rerun; counts instead: inspect_evals/arith:org/m1"] * 2 + [
-        "latest of 3 reruns: counts", "—"]
+    # the run that counts first, then the earlier ones, latest first
+    assert list(runs["rerun"]) == ["latest of 3 reruns: counts", "earlier; counts: r2.eval",
+                                   "earlier; counts: r2.eval", "—"]
+    assert list(runs["file"]) == ["r2.eval", "r1.eval", "r0.eval", "other.eval"]
     assert list(runs["model"].unique()) == ["org/m1", "org/m2"]
