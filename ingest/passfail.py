@@ -435,7 +435,7 @@ def flag(name: str, dataset: str, value: str) -> str:
 
 # The per-dataset flags a refusal may ask for (`flag`): what the app offers fields for.
 ASKABLE = ("--scale", "--pass-threshold", "--main-metric")
-_ASKED = re.compile(r"""(?<![\w-])(--scale|--pass-threshold|--main-metric) ((?:'[^']*'|"[^"]*"|[^\s'"])+)""")
+_ASKED = re.compile(r"(?<![\w-])(" + "|".join(ASKABLE) + r""") ((?:'[^']*'|"[^"]*"|[^\s'"])+)""")
 
 
 @dataclass(frozen=True)
@@ -483,7 +483,7 @@ EXAMPLE_CHARS = 60
 class Unreadable:
     """Values of the metric a run is judged on that Faultline cannot read as numbers (text such
     as "G:50.0 : T:100.0", a dict the log documents no field of): the run gets no verdicts and
-    the ingest is refused with what to do (`refusal`), never judged as if they were 0."""
+    the ingest is refused with what to do (`unreadable_refusal`), never judged as if they were 0."""
 
     kind: str  # "text", "dicts", "lists"
     example: str  # one such value, as the log writes it (cut)

@@ -184,3 +184,10 @@ def test_lmeval_text_metric_values_are_refused(tmp_path, tmp_db):
     assert refused.value.message.splitlines()[1].endswith(
         ': 3 of 3 values are text Faultline cannot read as a number, e.g. "good". Judge on another metric with '
         "--main-metric judged=NAME (metrics with numbers in these rows: acc)")
+
+
+def test_a_field_that_is_not_there_is_refused(tmp_path, tmp_db):
+    inspect_log(tmp_path / "d.eval", "grid", DICTS)
+    options = ReadOptions(pass_config=PassConfig.build(metrics=["grid=grader/X"]))
+    with pytest.raises(IngestError, match=r"d\.eval: no field 'X' in the values of scorer 'grader' \(fields: G, T\)"):
+        ingest_paths([tmp_path / "d.eval"], db=tmp_db, options=options)

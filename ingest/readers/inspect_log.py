@@ -1,13 +1,16 @@
 """Inspect AI logs: `.eval` zips (header.json + samples/<id>_epoch_<n>.json) or `.json` EvalLogs.
 
 One run per log. Instance ids are the sample ids as text; epochs become trial indexes. The
-scorer that decides pass/fail is the user's `--main-metric`, else the first scorer the log's
-results report, else the first a sample has. Score values map to numbers as Inspect's own
-`value_to_float` does (so a run's mean score is the `accuracy` its header reports, which is
-checked): C=1, P=0.5, I=0, N (no answer)=0, yes/true=1, no/false=0, numeric text as the number,
-any other text 0. Letters and booleans are on a 0–1 scale, so partial credit fails unless a
+score that decides pass/fail is the user's `--main-metric`, else the first score the log's
+results report, else the first scorer a sample has; a dict-valued scorer is reported by Inspect
+per field (`_Judged`). Score values map to numbers as Inspect's own `value_to_float` does (so a
+run's mean score is the `accuracy` its header reports, which is checked): C=1, P=0.5, I=0, N (no
+answer)=0, yes/true=1, no/false=0, numeric text as the number. Any other value (text Inspect
+would warn about and count as 0, a dict, a list) refuses the ingest with what to do, never 0.
+Letters and booleans are on a 0–1 scale, so partial credit fails the analysis threshold unless a
 threshold says otherwise; booleans decide directly; numeric scorers are on 0–1 when the header
 reports their accuracy, else on the registry's scale for the scorer, else the user's --scale.
+Task arguments, the solver plan and `eval.created` say what the run is one of (`_identity_settings`).
 Logs in format version 1 and logs an R writer boxed into one-element lists are read too
 (`_normalized`). A sample with an error is an infrastructure failure.
 Cancelled or errored runs keep the samples they have, and `runs.status` says so.
@@ -102,6 +105,12 @@ def read_log(path: Path, options: ReadOptions) -> ParsedRun:
     override = options.pass_config.for_dataset(dataset, dataset_raw)
     scorers = {name for _, s in log.samples if isinstance(s.get("scores"), dict) for name in s["scores"]}
     judged = _judged(override.metric or _first_result(log.header, log.samples), log.header, scorers, where)
+    if judged and judged.field:
+        values = [_Judged(judged.scorer).value(s) for _, s in log.samples]
+        fields = sorted({k for v in values if isinstance(v, dict) for k in v})
+        if judged.field not in fields:
+            raise IngestError(f"{where}: no field {judged.field!r} in the values of scorer {judged.scorer!r} "
+                              f"(fields: {', '.join(fields) or 'none, its values are no dicts'})")
     scorer = judged.name if judged else None
     instances: dict[str, InstanceRecord] = {}
     predictions: list[PredictionRecord] = []
@@ -188,6 +197,8 @@ def _accuracy_scale(header: dict, scorer: str | None) -> list[Scale]:
         if isinstance(metrics, dict) and "accuracy" in metrics:
             return [Scale(0.0, 1.0, "inspect accuracy", f"the log's accuracy metric for {scorer} (0–1 correctness)")]
     return []
+
+
 # ---------------------------------------------------------------- what the run is one of
 
 # Task arguments that shape the prompt (inspect_evals' cot, fewshot, prompt templates); the
