@@ -667,21 +667,23 @@ def _compare(ours: float, readings: list[Printed], mine: str, where: str, tail: 
     for printed in readings:
         if abs(ours * printed.factor - value) <= tolerance * printed.factor:
             on = "" if printed.factor == 1 else f", which the log reports on {printed.scale} as {value:.6g}"
-            return {"harness_agrees": True, "harness_note": f"agrees: {mine} ({where}{on}){tail}"}
+            return {"harness_agrees": True, "harness_factor": printed.factor,
+                    "harness_note": f"agrees: {mine} ({where}{on}){tail}"}
     for printed in readings:
         if printed.rounds_from(ours) and not printed.coarse:
-            return {"harness_agrees": True, "harness_note": (
+            return {"harness_agrees": True, "harness_factor": printed.factor, "harness_note": (
                 f"agrees at the printed precision: {mine} rounds to {value:.{printed.decimals}f} on {printed.scale}, "
                 f"as the log prints it with {_digits(printed)} ({where}){tail}")}
     for printed in readings:
         if printed.rounds_from(ours):
-            return {"harness_note": (
+            return {"harness_factor": printed.factor, "harness_note": (
                 f"not compared: the log prints {value:g} on {printed.scale} with only {_digits(printed)}, too coarse "
                 f"to check {mine} against (it rounds to it, but so would rates {printed.half_unit:.2g} away) ({where}){tail}")}
     # a number above 1 from a writer that may print rates as percentages is one: differ on 0–100
-    percent = readings[-1] if readings[-1].factor == 100 and abs(value) > 1 else None
+    percent = readings[-1].factor == 100 and abs(value) > 1
     by = f"{abs(ours * 100 - value):.4g} points on 0–100" if percent else f"{abs(ours - value):.4g}"
-    return {"harness_agrees": False, "harness_note": f"differs by {by}: {mine} here, the log says {value:.6g} ({where}){tail}"}
+    return {"harness_agrees": False, "harness_factor": 100.0 if percent else 1.0,
+            "harness_note": f"differs by {by}: {mine} here, the log says {value:.6g} ({where}){tail}"}
 
 
 def _partial(aggregate: HarnessAggregate, readings: list[Printed], passed: int | None, scored: int, n_logged: int,

@@ -94,7 +94,8 @@ class RunRecord(_Record):
     settings: dict[str, Any] | None = Field(None, description="the run's evaluation settings as read from the log (n_shot, filter, suite, harness, ...)")
     harness_metric: str | None = Field(None, description="the metric of the log's own aggregate")
     harness_split: str | None = None
-    harness_value: float | None = Field(None, description="the log's own aggregate (HELM stats.json, lm-eval results, Inspect header), on the same scale as score")
+    harness_value: float | None = Field(None, description="the log's own aggregate (HELM stats.json, lm-eval results, Inspect header), as the log prints it")
+    harness_factor: float | None = Field(None, description="harness_value is this multiple of the scores' scale: 1, or 100 for a rate the log prints on 0–100 (NULL: not compared)")
     harness_n: int | None = Field(None, description="how many samples the log's aggregate counts")
     harness_agrees: bool | None = Field(None, description="Faultline's recomputed rate equals harness_value (NULL: the log has no aggregate)")
     harness_note: str | None = Field(None, description="how and why the recomputed rate differs, or how it was checked")

@@ -18,10 +18,14 @@ Finish = Callable[[duckdb.DuckDBPyConnection], None]
 
 
 def _reruns_and_model_identity(con: duckdb.DuckDBPyConnection) -> Finish:
-    """017: the columns; once every pending migration is applied (the rules write tables later
-    migrations may change), every run's variant and reruns decided by this version's rules."""
+    """017: the columns (harness_factor from the notes older checks wrote); once every pending
+    migration is applied (the rules write tables later migrations may change), every run's
+    variant and reruns decided by this version's rules."""
     con.execute("ALTER TABLE runs ADD COLUMN started_at TIMESTAMP")
     con.execute("ALTER TABLE runs ADD COLUMN superseded_by VARCHAR")
+    con.execute("ALTER TABLE runs ADD COLUMN harness_factor DOUBLE")
+    con.execute("UPDATE runs SET harness_factor = CASE WHEN harness_note LIKE '%on 0–100%' THEN 100"
+                " WHEN harness_agrees IS NOT NULL THEN 1 END")
     from .runs import refresh_identities  # the rules live with the writes; imported only to upgrade
 
     return refresh_identities
@@ -473,7 +477,8 @@ MIGRATIONS: list[tuple[str, str | Callable[[duckdb.DuckDBPyConnection], Finish |
         # A model is a model (issue 23): reruns of one model on one task are trials of it, the
         # latest counts (`superseded_by` names the run that counts instead of an earlier one,
         # ordered by `started_at`, the log's own time); a variant names only a setting that
-        # changes what the model was asked. Existing runs get both decided again.
+        # changes what the model was asked. Existing runs get both decided again. And the scale the
+        # harness prints its headline on (harness_factor), so the headline is computable exactly.
         _reruns_and_model_identity,
     ),
 ]

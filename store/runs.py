@@ -45,7 +45,7 @@ _RUN_COLUMNS = (
     "n_predictions", "n_failures", "n_infra_errors", "record_schema_version", "status",
     "dataset_raw", "scale_source", "main_split", "variant", "settings", "harness_metric",
     "harness_split", "harness_value", "harness_n", "harness_agrees", "harness_note", "instructions",
-    "max_tokens", "metric_min", "headline_metric", "verdict_rule", "started_at", "ingested_at",
+    "max_tokens", "metric_min", "headline_metric", "verdict_rule", "started_at", "harness_factor", "ingested_at",
 )
 
 

@@ -151,6 +151,7 @@ def test_an_older_store_gets_its_models_decided_again(tmp_path, tmp_db):
     con.execute("UPDATE runs SET variant = 'run=' || (settings->>'run')")
     con.execute("ALTER TABLE runs DROP COLUMN superseded_by")
     con.execute("ALTER TABLE runs DROP COLUMN started_at")
+    con.execute("ALTER TABLE runs DROP COLUMN harness_factor")
     con.execute("DELETE FROM schema_migrations WHERE name = '017_reruns_and_model_identity'")
     con.execute("DELETE FROM latest_outcomes")
     con.execute("INSERT INTO latest_outcomes SELECT r.model || ' · ' || r.variant, r.model, r.variant, r.dataset,"
@@ -160,6 +161,8 @@ def test_an_older_store_gets_its_models_decided_again(tmp_path, tmp_db):
     assert models_of(tmp_db) == ["org/m1"]  # reading upgrades the store: 017 decides them again
     assert q(tmp_db, "SELECT count(*), count(variant), count(superseded_by), count(started_at) FROM runs") == [
         (3, 0, 2, 0)]
+    # the scale each header printed its accuracy on, from the notes the older check wrote
+    assert q(tmp_db, "SELECT DISTINCT harness_factor FROM runs") == [(1.0,)]
     # the old rows keep no log time and were ingested together: the last by path counts (r2.eval)
     assert q(tmp_db, "SELECT model, count(*), count(*) FILTER (WHERE is_correct), any_value(run_id = "
                      "(SELECT run_id FROM runs WHERE source_path LIKE '%r2.eval')) FROM latest_outcomes GROUP BY 1") == [

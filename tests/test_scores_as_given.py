@@ -87,6 +87,8 @@ def test_the_harness_check_reads_a_header_at_its_printed_precision(tmp_path, tmp
     log = inspect_log(tmp_path / "qa.eval", "qa", GRADES, results=accuracy(printed))
     ingest_paths([log], db=tmp_db)
     assert q(tmp_db, "SELECT harness_value, harness_agrees, harness_note FROM runs") == [(printed, agrees, note)]
+    # the scale the log prints on, so that harness_value / harness_factor is on the scores' scale
+    assert q(tmp_db, "SELECT harness_factor FROM runs") == [(100.0 if printed > 1 else 1.0,)]
 
 
 def test_strict_accepts_a_header_printed_with_four_decimals_on_0_to_100(tmp_path, tmp_db):
