@@ -407,17 +407,18 @@ def variants(runs: list[dict]) -> dict[str, str | None]:
 
     A variant exists only where a setting that changes what the model was asked, or how its
     answer was read (VARIANT_SETTINGS: shots, chain of thought, prompt template, filter, …),
-    differs between runs answering the same part of the dataset (same domain and subset); each
-    run is then named by those settings alone ("5-shot", "filter=flexible-extract"), the same
-    label on every part. A setting that only changes from one part to the next (lm-eval's task
-    per MMLU subject, HELM's instructions per subject) names a part, not a variant; one a log does
-    not state never differs. Runs alike in these settings are one model: reruns (`reruns`)."""
+    differs between runs on the same domain (a HELM run and an lm-eval run of one MMLU subject
+    too, whatever else their logs record); each run is then named by those settings alone
+    ("5-shot", "filter=flexible-extract"), the same label on every domain. A setting that only
+    changes from one domain to the next (lm-eval's task per MMLU subject, HELM's instructions
+    per subject or language pair) names a part, not a variant; one a log does not state never
+    differs. Runs alike in these settings are one model: reruns (`reruns`)."""
     if len(runs) < 2:
         return {r["run_id"]: None for r in runs}
     prompt = {r["run_id"]: _prompt_settings(r["settings"]) for r in runs}
     parts: dict[tuple, list[dict]] = {}
     for r in runs:
-        parts.setdefault(_part(r), []).append(r)
+        parts.setdefault(r["domain"], []).append(r)
     keys = sorted({k for p in prompt.values() for k in p},
                   key=lambda k: (VARIANT_SETTINGS.index(k) if k in VARIANT_SETTINGS else len(VARIANT_SETTINGS), k))
     differing = [k for k in keys if any(
@@ -431,8 +432,8 @@ def variants(runs: list[dict]) -> dict[str, str | None]:
     return {r["run_id"]: label(r) for r in runs}
 
 
-def _template_needed(parts: dict[tuple, list[dict]], prompt: dict[str, dict], differing: list[str]) -> bool:
-    """Whether a prompt template tells apart runs on one part that no other differing setting does."""
+def _template_needed(parts: dict, prompt: dict[str, dict], differing: list[str]) -> bool:
+    """Whether a prompt template tells apart runs on one domain that no other differing setting does."""
     named = [k for k in differing if k != "prompt_template"]
     for same in parts.values():
         templates: dict[str, set] = {}
@@ -445,7 +446,8 @@ def _template_needed(parts: dict[tuple, list[dict]], prompt: dict[str, dict], di
 
 
 def _part(run: dict) -> tuple:
-    """The part of the dataset a run answers: its domain and subset."""
+    """The part of the dataset a run answers: its domain and subset (HELM's scenario arguments, a
+    MATH subject's level beside its subject)."""
     return run["domain"], _key(run["settings"].get(SUBSET))
 
 

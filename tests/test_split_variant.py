@@ -168,6 +168,10 @@ def test_variants_only_from_settings_that_change_what_was_asked():
     assert variants([run("a", "cs-en", {"subset": {"source_language": "cs", "target_language": "en"}}),
                      run("b", "de-en", {"subset": {"source_language": "de", "target_language": "en"}})]) == {
         "a": None, "b": None}
+    # another harness on the same subject is a variant, whatever else the logs record
+    assert variants([run("a", "anatomy", {"harness": "helm", "subset": {"subject": "anatomy"}}),
+                     run("b", "anatomy", {"harness": "lm-eval", "task": "mmlu_anatomy"})]) == {
+        "a": "harness=helm", "b": "harness=lm-eval"}
     # a setting one log does not state is not known to differ; two it states do
     assert variants([run("a", None, {"harness": "helm", "n_shot": 5}), run("b", None, {})]) == {"a": None, "b": None}
     assert variants([run("a", None, {"harness": "helm"}), run("b", None, {"harness": "lm-eval"}),
