@@ -45,7 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="the lowest and highest score the main metric can take on DATASET (e.g. ratings=1:3): "
              "its threshold is then 0.7 of the way up; needed when neither the log nor the registry says",
     )
-    p.add_argument("--main-metric", action="append", default=[], metavar="[DATASET=]NAME", help="HELM: the metric that decides pass/fail")
+    p.add_argument("--main-metric", action="append", default=[], metavar="[DATASET=]NAME",
+                   help="the metric that decides pass/fail: a HELM or lm-eval metric, an Inspect scorer "
+                        "(SCORER/FIELD for a field of a scorer's dict values)")
     p.add_argument("--config", metavar="FILE", help="YAML/JSON: datasets: {NAME: {main_metric: ..., pass_threshold: ..., scale: [LOW, HIGH]}}, aliases: {NAME: CANONICAL_NAME}")
     p.add_argument(
         "--only-under", action="append", default=[], metavar="DIR",

@@ -165,9 +165,11 @@ def _result(run: dict, ids: dict[str, str], rows: list[dict]) -> list[dict]:
 
 def _aggregate(run: dict, ids: dict[str, str], rows: list[dict], sidecar: dict) -> dict:
     developer = run["model"].split("/", 1)[0] if "/" in run["model"] else "unknown"
+    started = {"evaluation_timestamp": run["started_at"].isoformat()} if run["started_at"] else {}
     return {
         "schema_version": SCHEMA_VERSION,
         "evaluation_id": ids["evaluation_id"],
+        **started,  # when the run was made: it orders reruns when read back
         "retrieved_timestamp": str(time.time()),
         "source_metadata": {
             "source_name": "Faultline",

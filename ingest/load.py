@@ -25,9 +25,9 @@ from typing import Iterable, Iterator
 import orjson
 import pyarrow as pa
 
-from store import writable_db_path
+from store import read_connection, writable_db_path
 from store.db import is_duckdb_file
-from store.runs import LateRule, StagedRun, stage_run
+from store.runs import Collapsed, LateRule, StagedRun, collapsed_reruns, stage_run
 from store.staging import CHUNK_BYTES_DEFAULT, RunStaging
 
 from . import files
@@ -210,6 +210,8 @@ class IngestSummary:
     # what readers and the loader did that the user should hear about (e.g. repeats stored once)
     remarks: list[str] = field(default_factory=list)
     skipped: dict[str, list[str]] = field(default_factory=dict)
+    # reruns of a model on a task among the written runs' groups, collapsed into their latest
+    reruns: list[Collapsed] = field(default_factory=list)
 
     @property
     def differing(self) -> list[RunNote]:
@@ -228,10 +230,12 @@ class IngestSummary:
         infra = f", {self.infra_errors:,} infrastructure errors" if self.infra_errors else ""
         unscored = f", {self.unscored:,} without a verdict" if self.unscored else ""
         steps = (f", {self.steps:,} transcript steps ({self.tool_calls:,} tool calls)" if self.steps else "")
+        collapsed = sum(c.superseded for c in self.reruns)
+        reruns = f", {collapsed:,} earlier rerun{'s' * (collapsed != 1)} collapsed (the latest counts)" if collapsed else ""
         remarks = f"; {'; '.join(self.remarks)}" if self.remarks else ""
         return (
             f"ingested {self.runs:,} runs, {self.predictions:,} predictions, {self.failures:,} failures"
-            f"{infra}{unscored}{steps} in {self.seconds:.1f} s into {self.db}{remarks}"
+            f"{infra}{unscored}{steps}{reruns} in {self.seconds:.1f} s into {self.db}{remarks}"
         )
 
 
@@ -381,6 +385,8 @@ def ingest_paths(
                         gc.collect()
                     del item
         runs.record_late_verdicts(staging.commit(runs.late_rules()))
+    with read_connection(summary.db) as con:
+        summary.reruns = collapsed_reruns(con, list(runs.kept))
     summary.remarks.extend(runs.remark())
     for run_id, kept in runs.kept.items():
         summary.runs += 1

@@ -18,10 +18,12 @@ scores (NaN, ±inf) are never judged.
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from .errors import IngestError
 
@@ -304,9 +306,10 @@ class PassRule:
     threshold_from_config: bool = False
     rejected: tuple[str, ...] = ()  # candidates the data contradicted, said in the summary
     refused: str | None = None  # why no verdict can be given (see `refusal`)
+    unreadable: "Unreadable | None" = None  # values that are no numbers: no verdicts, the ingest refused
 
     def judge(self, score: float | None) -> bool | None:
-        if self.threshold is None or not is_finite(score):
+        if self.threshold is None or self.unreadable is not None or not is_finite(score):
             return None
         return score <= self.threshold if self.lower_is_better else score >= self.threshold
 
@@ -325,6 +328,8 @@ class PassRule:
         """The rule in words, as the summary and the data page say it."""
         if self.metric is None:
             return "no metric: no verdicts"
+        if self.unreadable is not None:
+            return f"no verdict on {self.metric}: {self.unreadable.describe()}"
         if self.threshold is None:
             return f"no verdict on {self.metric}: {self.refused or 'its scale is unknown'}"
         op = "≤" if self.lower_is_better else "≥"
@@ -353,6 +358,7 @@ def make_rule(
     lower_is_better: bool | None = None,
     scale: tuple[float, float, str] | None = None,
     evidence: Iterable[Scale] = (),
+    unreadable: "Unreadable | None" = None,
 ) -> PassRule:
     """The rule for a run's metric. `lower_is_better` is the log's own word on direction (HELM
     schema, lm-eval higher_is_better); `scale` a scale the format itself defines (e.g. Inspect's
@@ -371,7 +377,7 @@ def make_rule(
     rule = PassRule(
         metric, source, None, None, lower, None, None,
         candidates=tuple(candidates), user_scale=override.scale is not None,
-        threshold_from_config=override.threshold is not None,
+        threshold_from_config=override.threshold is not None, unreadable=unreadable,
     )
     return _apply(rule, candidates[0] if candidates else None, override.threshold)
 
@@ -427,6 +433,37 @@ def flag(name: str, dataset: str, value: str) -> str:
     return f"{name} {shlex.quote(f'{dataset}={value}')}"
 
 
+# The per-dataset flags a refusal may ask for (`flag`): what the app offers fields for.
+ASKABLE = ("--scale", "--pass-threshold", "--main-metric")
+_ASKED = re.compile(r"(?<![\w-])(" + "|".join(ASKABLE) + r""") ((?:'[^']*'|"[^"]*"|[^\s'"])+)""")
+
+
+@dataclass(frozen=True)
+class Ask:
+    """A flag a message asks the user to give for one dataset, as `flag` wrote it."""
+
+    flag: str
+    dataset: str
+    placeholder: str  # LOW:HIGH, X, NAME, SCORER/FIELD
+
+
+def asked(message: str) -> list[Ask]:
+    """Every per-dataset flag `message` asks for (as `flag` writes them), in order, each once."""
+    import shlex
+
+    out: list[Ask] = []
+    for name, quoted in _ASKED.findall(message):
+        try:
+            (word,) = shlex.split(quoted.rstrip(".,;)"))
+        except ValueError:
+            continue
+        dataset, sep, placeholder = word.rpartition("=")
+        ask = Ask(name, dataset, placeholder)
+        if sep and dataset and ask not in out:
+            out.append(ask)
+    return out
+
+
 def refusal(problems: list[tuple[str, str, str, str]]) -> IngestError:
     """The error for datasets whose scale nothing decides: (dataset, metric, where, why) each,
     with the exact flags that would decide it."""
@@ -437,6 +474,46 @@ def refusal(problems: list[tuple[str, str, str, str]]) -> IngestError:
             f"(the lowest and highest score possible), or the line itself with {flag('--pass-threshold', dataset, 'X')}"
         )
     return IngestError("\n".join(lines))
+
+
+EXAMPLE_CHARS = 60
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """Values of the metric a run is judged on that Faultline cannot read as numbers (text such
+    as "G:50.0 : T:100.0", a dict the log documents no field of): the run gets no verdicts and
+    the ingest is refused with what to do (`unreadable_refusal`), never judged as if they were 0."""
+
+    kind: str  # "text", "dicts", "lists"
+    example: str  # one such value, as the log writes it (cut)
+    count: int  # how many values are unreadable
+    total: int  # of how many values of the metric
+    advice: str  # what to do, with the flags: "Judge on another scorer with --main-metric …"
+
+    def describe(self) -> str:
+        return f"{self.count:,} of {self.total:,} values are {self.kind} Faultline cannot read as a number, e.g. {self.example}"
+
+
+def unreadable(values: list, advice: str, readable: "Callable[[Any], bool]") -> Unreadable | None:
+    """What is wrong with `values` (the judged metric's raw values, absent ones left out) when
+    some are not numbers by `readable`; None when all are."""
+    bad = [v for v in values if not readable(v)]
+    if not bad:
+        return None
+    kinds = {"str": "text", "dict": "dicts", "list": "lists"}
+    kind = kinds.get(type(bad[0]).__name__, type(bad[0]).__name__ + " values")
+    example = json.dumps(bad[0], ensure_ascii=False, default=str)
+    if len(example) > EXAMPLE_CHARS:
+        example = example[:EXAMPLE_CHARS] + "…"
+    return Unreadable(kind, example, len(bad), len(values), advice)
+
+
+def unreadable_refusal(problems: list[tuple[str, str, str, Unreadable]]) -> str:
+    """The lines that refuse datasets whose judged values are no numbers: (dataset, metric, where, what) each."""
+    lines = ["no verdicts from scores that are not numbers (Faultline never takes them as 0):"]
+    lines += [f"  {dataset}: {metric} ({where}): {what.describe()}. {what.advice}" for dataset, metric, where, what in problems]
+    return "\n".join(lines)
 
 
 @dataclass(frozen=True)
@@ -452,10 +529,72 @@ class HarnessAggregate:
     remark: str | None = None  # context for the note (e.g. which of several results this is)
 
 
-def _fraction(value: float, n: int) -> int | None:
-    """k when value is k/n (a pass rate over n samples), else None."""
-    k = round(value * n)
-    return k if abs(k - value * n) <= 1e-6 * max(1, n) else None
+def printed_decimals(value: float) -> int | None:
+    """How many decimals the log's writer printed: those of the shortest text that reads back as
+    `value` (59.6154 → 4; 0.5961538461538461 → 16). None for a whole number: 1.0 or 60.0 is
+    taken as exact, not as a rounding, so 0.96 never "agrees" with a header of 1."""
+    from decimal import Decimal
+
+    exponent = Decimal(repr(float(value))).normalize().as_tuple().exponent
+    return -exponent if isinstance(exponent, int) and exponent < 0 else None
+
+
+# A printed number is precise enough to agree by rounding when it keeps at least this many
+# decimals of a 0–1 rate (0.596, or 59.6 on 0–100): coarser (0.6, 60) cannot tell 0.55 from 0.65.
+MIN_RATE_DECIMALS = 3
+
+
+@dataclass(frozen=True)
+class Printed:
+    """A harness number as the log prints it, read on one scale: `factor` 1 (0–1) or 100 (0–100)."""
+
+    value: float
+    factor: float
+    decimals: int | None  # None: a whole number, exact as printed
+
+    @property
+    def half_unit(self) -> float:
+        """Half a unit in the last printed place, on the 0–1 scale: how far off a rounded number can be."""
+        return 0.0 if self.decimals is None else 0.5 * 10.0 ** -self.decimals / self.factor
+
+    @property
+    def coarse(self) -> bool:
+        return self.decimals is not None and self.decimals + round(math.log10(self.factor)) < MIN_RATE_DECIMALS
+
+    @property
+    def scale(self) -> str:
+        return "0–100" if self.factor == 100 else "0–1"
+
+    def rounds_from(self, ours: float) -> bool:
+        """Whether `ours` (on 0–1) rounds to the printed value at its printed decimals."""
+        if self.decimals is None:
+            return False
+        return abs(ours * self.factor - self.value) <= 0.5 * 10.0 ** -self.decimals * (1 + 1e-9)
+
+    def passes(self, n: int) -> range:
+        """The pass counts k of n whose rate k/n the printed value stands for: the one it equals
+        (0.8 of 100: 80), else every one that rounds to it (empty: none)."""
+        rate = self.value / self.factor
+        k = round(rate * n)
+        if 0 <= k <= n and abs(k - rate * n) <= 1e-6 * max(1, n):
+            return range(k, k + 1)
+        low, high = (rate - self.half_unit) * n, (rate + self.half_unit) * n
+        return range(max(0, math.ceil(low - 1e-9)), min(n, math.floor(high + 1e-9)) + 1)
+
+
+def _readings(aggregate: "HarnessAggregate", value: float) -> list[Printed]:
+    """The scales the harness's number may be printed on: 0–1, and 0–100 when the writer may
+    report a rate as a percentage (Inspect logs written by other tools)."""
+    decimals = printed_decimals(value)
+    readings = [Printed(value, 1.0, decimals)]
+    if aggregate.may_be_percent:
+        # a whole percentage (60) may be a rounding; a whole rate (0 or 1) is exact
+        readings.append(Printed(value, 100.0, 0 if decimals is None else decimals))
+    return readings
+
+
+def _digits(printed: Printed) -> str:
+    return f"{printed.decimals} decimal{'s' * (printed.decimals != 1)}"
 
 
 def agreement(
@@ -509,39 +648,64 @@ def agreement(
     where = f"{aggregate.metric}" + (f", split {aggregate.split}" if aggregate.split else "")
     mine = f"{ours:.6g} = {passed}/{len(scores)}" if binary else f"mean {ours:.6g} over {len(scores)}"
     unscored = f"; {n_logged - len(scores)} of {n_logged} samples have no score" if len(scores) != n_logged else ""
+    readings = _readings(aggregate, value)
     if aggregate.n is not None and aggregate.n > n_logged:
-        out.update(_partial(aggregate, value, passed if binary else None, len(scores), n_logged, where, remark))
+        out.update(_partial(aggregate, readings, passed if binary else None, len(scores), n_logged, where, remark))
         return out
-    if aggregate.n is None and binary and _fraction(value, len(scores)) is None:
+    if aggregate.n is None and binary and not any(r.passes(len(scores)) for r in readings):
         out["harness_note"] = (
             f"not compared: the log's {value:.6g} ({where}) is no pass rate over the {len(scores)} scored "
             f"sample(s) it holds, so it counts samples the log does not have{remark}"
         )
         return out
     why = f"; the log holds {n_logged} samples, its aggregate counts {aggregate.n}" if aggregate.n is not None and aggregate.n != n_logged else unscored
-    tolerance = 1e-9 * max(1, len(scores), aggregate.n or 0)
-    if abs(ours - value) <= tolerance:
-        out["harness_agrees"] = True
-        out["harness_note"] = f"agrees: {mine} ({where}){why}{remark}"
-    elif aggregate.may_be_percent and abs(100 * ours - value) <= 100 * tolerance:
-        out["harness_agrees"] = True
-        out["harness_note"] = f"agrees: {mine} ({where}, which the log reports on 0–100 as {value:.6g}){why}{remark}"
-    else:
-        out["harness_agrees"] = False
-        out["harness_note"] = f"differs by {abs(ours - value):.4g}: {mine} here, the log says {value:.6g} ({where}){why}{remark}"
+    out.update(_compare(ours, readings, mine, where, why + remark, 1e-9 * max(1, len(scores), aggregate.n or 0)))
     return out
 
 
-def _partial(aggregate: HarnessAggregate, value: float, passed: int | None, scored: int, n_logged: int, where: str, remark: str) -> dict:
+def _compare(ours: float, readings: list[Printed], mine: str, where: str, tail: str, tolerance: float) -> dict[str, Any]:
+    """Faultline's number against the harness's as the log prints it: equal (within float
+    noise) on 0–1, else on 0–100; else equal once rounded to the decimals the writer printed,
+    when it printed enough of them to tell; else a difference."""
+    value = readings[0].value
+    for printed in readings:
+        if abs(ours * printed.factor - value) <= tolerance * printed.factor:
+            on = "" if printed.factor == 1 else f", which the log reports on {printed.scale} as {value:.6g}"
+            return {"harness_agrees": True, "harness_factor": printed.factor,
+                    "harness_note": f"agrees: {mine} ({where}{on}){tail}"}
+    for printed in readings:
+        if printed.rounds_from(ours) and not printed.coarse:
+            return {"harness_agrees": True, "harness_factor": printed.factor, "harness_note": (
+                f"agrees at the printed precision: {mine} rounds to {value:.{printed.decimals}f} on {printed.scale}, "
+                f"as the log prints it with {_digits(printed)} ({where}){tail}")}
+    for printed in readings:
+        if printed.rounds_from(ours):
+            return {"harness_factor": printed.factor, "harness_note": (
+                f"not compared: the log prints {value:g} on {printed.scale} with only {_digits(printed)}, too coarse "
+                f"to check {mine} against (it rounds to it, but so would rates {printed.half_unit:.2g} away) ({where}){tail}")}
+    # a number above 1 from a writer that may print rates as percentages is one: differ on 0–100
+    percent = readings[-1].factor == 100 and abs(value) > 1
+    by = f"{abs(ours * 100 - value):.4g} points on 0–100" if percent else f"{abs(ours - value):.4g}"
+    return {"harness_agrees": False, "harness_factor": 100.0 if percent else 1.0,
+            "harness_note": f"differs by {by}: {mine} here, the log says {value:.6g} ({where}){tail}"}
+
+
+def _partial(aggregate: HarnessAggregate, readings: list[Printed], passed: int | None, scored: int, n_logged: int,
+             where: str, remark: str) -> dict:
     """A log holding part of the samples its aggregate counts: the numbers cannot be equal, but a
     pass rate can still be impossible (more failures here than the aggregate allows)."""
     total = aggregate.n
+    value = readings[0].value
     held = f"the log holds {n_logged} of the {total} samples its aggregate counts"
-    if passed is not None and (k := _fraction(value, total)) is not None:
+    fits = [(printed, ks) for printed in readings if (ks := printed.passes(total))]
+    if passed is not None and fits:
         failed = scored - passed
-        if passed > k or failed > total - k:
+        printed, ks = fits[0]
+        k = f"{ks[0]}/{total}" if len(ks) == 1 else f"{ks[0]}–{ks[-1]} of {total}"
+        shown = f"{value:.6g}" + (f" on {printed.scale}" if printed.factor != 1 else "")
+        if all(passed > k_ or failed > total - k_ for _, ks_ in fits for k_ in ks_):
+            more = "passes" if passed > ks[-1] else "failures"
             return {"harness_agrees": False, "harness_note": (
-                f"differs: {passed}/{scored} pass here, more {'passes' if passed > k else 'failures'} than the log's "
-                f"{value:.6g} = {k}/{total} allows ({where}); {held}{remark}")}
-        return {"harness_note": f"not compared: {held} ({passed}/{scored} pass here, consistent with {value:.6g} = {k}/{total}, {where}){remark}"}
+                f"differs: {passed}/{scored} pass here, more {more} than the log's {shown} = {k} allows ({where}); {held}{remark}")}
+        return {"harness_note": f"not compared: {held} ({passed}/{scored} pass here, consistent with {shown} = {k}, {where}){remark}"}
     return {"harness_note": f"not compared: {held} ({where}, {value:.6g}){remark}"}

@@ -130,7 +130,8 @@ class RunRecord(_Record):
     settings: dict[str, Any] | None = Field(None, description="the run's evaluation settings as read from the log (n_shot, filter, suite, harness, ...)")
     harness_metric: str | None = Field(None, description="the metric of the log's own aggregate")
     harness_split: str | None = None
-    harness_value: float | None = Field(None, description="the log's own aggregate (HELM stats.json, lm-eval results, Inspect header), on the same scale as score")
+    harness_value: float | None = Field(None, description="the log's own aggregate (HELM stats.json, lm-eval results, Inspect header), as the log prints it")
+    harness_factor: float | None = Field(None, description="harness_value is this multiple of the scores' scale: 1, or 100 for a rate the log prints on 0–100 (NULL: not compared)")
     harness_n: int | None = Field(None, description="how many samples the log's aggregate counts")
     harness_agrees: bool | None = Field(None, description="Faultline's recomputed rate equals harness_value (NULL: the log has no aggregate)")
     harness_note: str | None = Field(None, description="how and why the recomputed rate differs, or how it was checked")
@@ -139,6 +140,7 @@ class RunRecord(_Record):
     status: str = Field("complete", description="complete, or the log's own word for an unfinished run (cancelled, error, started)")
     instructions: str | None = Field(None, description="the task's instructions as the harness gave them for every instance (HELM instructions and prefixes, a system message)")
     max_tokens: int | None = Field(None, description="the generation limit the harness set")
+    started_at: datetime | None = Field(None, description="when the run was made, as the log says (UTC when it gives a zone): orders reruns")
     record_schema_version: int = RECORD_SCHEMA_VERSION
 
 

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Iterable
 
 from . import files
 from .readers import custom, lmeval
-from .passfail import PassRule, flag, is_finite, metric_key, refusal, settle
+from .errors import IngestError
+from .passfail import PassRule, Unreadable, flag, is_finite, metric_key, refusal, settle, unreadable_refusal
 from .walk import every_file_below, helm_bookkeeping, helm_runs_below
 
 if TYPE_CHECKING:
@@ -46,6 +47,7 @@ class RunNote:
     score_max: float | None
     n_judged: int
     n_failed: int
+    n_unscored: int = 0  # predictions (not failed requests) with no value of the judged metric at all
 
     @classmethod
     def of(cls, parsed: "ParsedRun") -> "RunNote":
@@ -68,6 +70,8 @@ class RunNote:
             score_max=max(scores, default=None),
             n_judged=sum(1 for p in parsed.predictions if p.is_correct is not None),
             n_failed=parsed.n_failures,
+            n_unscored=sum(1 for p in parsed.predictions
+                           if p.score is None and p.is_correct is None and not p.infra_error) - parsed.n_nonfinite,
         )
 
 
@@ -76,8 +80,11 @@ def resolve_pending(notes: list[RunNote]) -> list[int]:
     same dataset, metric and direction — in place. Returns the positions of the runs whose rule
     changed: their predictions are judged again as they are written (store.runs `LateRule`).
     Datasets no evidence gives a scale are refused, all of them in one error."""
+    unread = _unreadable(notes)
     groups: dict[tuple, list[int]] = {}
     for i, note in enumerate(notes):
+        if note.rule.unreadable is not None:
+            continue
         if note.rule.metric is not None and (note.rule.candidates or note.rule.threshold is None):
             key = (note.dataset, metric_key(note.rule.metric), note.rule.lower_is_better)
             groups.setdefault(key, []).append(i)
@@ -98,9 +105,27 @@ def resolve_pending(notes: list[RunNote]) -> list[int]:
             notes[i] = replace(notes[i], rule=rule)
             if (rule.low, rule.high, rule.threshold) != (old.low, old.high, old.threshold):
                 changed.append(i)
-    if problems:
-        raise refusal(list(problems.values()))
+    if problems or unread:
+        parts = ([unreadable_refusal(unread)] if unread else []) + ([refusal(list(problems.values())).message] if problems else [])
+        raise IngestError("\n".join(parts))
     return changed
+
+
+def _unreadable(notes: list[RunNote]) -> list[tuple[str, str, str, Unreadable]]:
+    """Per dataset and metric, the runs whose judged values are not numbers, taken together."""
+    groups: dict[tuple[str, str], list[RunNote]] = {}
+    for note in notes:
+        if note.rule.unreadable is not None:
+            groups.setdefault((note.dataset, note.rule.metric), []).append(note)
+    out = []
+    for (dataset, metric), members in groups.items():
+        first = members[0].rule.unreadable
+        total = replace(first, count=sum(n.rule.unreadable.count for n in members),
+                        total=sum(n.rule.unreadable.total for n in members))
+        sources = sorted({n.source for n in members})
+        where = sources[0] if len(sources) == 1 else f"{len(sources)} logs, e.g. {sources[0]}"
+        out.append((dataset, metric, where, total))
+    return out
 
 
 def threshold_lines(notes: Iterable[RunNote]) -> list[str]:
@@ -211,7 +236,35 @@ def details(summary: "IngestSummary", skipped_list: Path | None = None) -> list[
             f"unscored: {nonfinite:,} predictions with a NaN or infinite score "
             f"(in {', '.join(runs[:3])}{', …' if len(runs) > 3 else ''})"
         )
+    missing = sum(n.n_unscored for n in notes)
+    if missing:
+        runs = [n.label for n in notes if n.n_unscored]
+        lines.append(
+            f"unscored: {missing:,} predictions have no value of their run's judged metric, so no verdict "
+            f"(in {', '.join(runs[:3])}{', …' if len(runs) > 3 else ''})"
+        )
+    lines.extend(rerun_lines(summary.reruns))
     lines.extend(skipped_lines(summary.skipped, skipped_list))
+    return lines
+
+
+SHOWN_RERUNS = 10
+
+
+def rerun_lines(reruns: list) -> list[str]:
+    """Reruns of one model on one task collapsed into their latest (store/runs.py `reruns`)."""
+    collapsed = sum(c.superseded for c in reruns)
+    if not collapsed:
+        return []
+    lines = [f"reruns: {collapsed:,} earlier run{'s' * (collapsed != 1)} of a model on questions a later run of it "
+             "answered again are collapsed into the latest, which counts (the earlier ones stay in the store, "
+             "runs.superseded_by):"]
+    for c in reruns[:SHOWN_RERUNS]:
+        how = ("no log says when it ran and they were ingested together, so the last by path counts: "
+               "ingest the one that should count last" if c.by == "path order" else f"the latest by {c.by}")
+        lines.append(f"  {c.model} on {c.dataset}: {c.runs:,} runs, {c.superseded:,} collapsed; {how}")
+    if len(reruns) > SHOWN_RERUNS:
+        lines.append(f"  … {len(reruns) - SHOWN_RERUNS:,} more models and datasets (the data page lists each run)")
     return lines
 
 

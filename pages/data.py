@@ -1,5 +1,5 @@
-"""The runs loaded: source file, format, main split, variant, settings, the harness-agreement
-check, counts and when each was ingested."""
+"""The runs loaded: source file, format, main split, variant, reruns, settings, the
+harness-agreement check, counts, when each was made and ingested."""
 
 import ui.preload  # noqa: F401  (first: the heavy libraries once, in one order; see ui/preload.py)
 
@@ -29,6 +29,12 @@ off_headline = runs.filter(runs["headline_metric"].is_not_null() & (runs["main_m
 if off_headline.height:
     st.warning(f"{fmt.plural(off_headline.height, 'run')} judged on another metric than the harness's headline: "
                "they count as differing (the harness check column names both metrics).")
+earlier = runs.filter(runs["superseded_by"].is_not_null())
+if earlier.height:
+    st.info(f"{fmt.plural(earlier.height, 'earlier rerun')} collapsed: runs of a model on questions a later run of it "
+            "answered again (same dataset, part and settings) are trials of one model, and the latest counts on every "
+            "page (by the logs' own times, else by when they were ingested). The earlier ones stay listed here "
+            "(Rerun column) and count only for questions the latest did not ask.")
 not_compared = runs.filter(runs["harness_agrees"].is_null() & runs["harness_note"].is_not_null())
 if not_compared.height:
     st.caption(f"{fmt.plural(not_compared.height, 'run')} could not be compared with the harness's own number; "
@@ -37,6 +43,7 @@ if not_compared.height:
 shown = columns.words(runs, "harness_agrees").with_columns(pl.col(pl.String).fill_null("—"))
 show_table(shown, name="runs", hide_index=True, column_config=columns.config(
     shown.columns, harness_note=st.column_config.TextColumn("Harness check", width="large"),
+    rerun=st.column_config.TextColumn("Rerun", width="medium"),
     file=st.column_config.TextColumn("File", width="medium")))
 impossible = ui.load(q.impossible_rates, models=f.models, datasets=f.datasets, domains=f.domains)
 if impossible.height:
@@ -45,9 +52,10 @@ if impossible.height:
                "--scale DATASET=LOW:HIGH or --pass-threshold DATASET=X.")
     show_table(impossible, name="impossible-rates", hide_index=True, column_config=columns.config(impossible.columns))
 where = "" if ui.read_only() else " or above" if ui.is_demo() else " or below"
-st.caption("Model is the log's model name, plus “ · variant” when the model has several runs on a "
-           "dataset that differ in settings (or come from different logs): each is its own model on "
-           "every page. Pages count each run's main split unless the Split filter says otherwise. "
+st.caption("Model is the log's model name, plus “ · variant” when its runs on a dataset differ in a setting "
+           "that changes what it was asked (shots, chain of thought, prompt template, filter): each is its own "
+           "model on every page. Reruns and dataset parts (subjects, language pairs) are not variants. Pages "
+           "count each run's main split unless the Split filter says otherwise. "
            "Add more with python -m ingest PATH" + where + "; re-ingesting a log replaces its run.")
 if not ui.is_demo():  # the demo banner above already offers it
     ui.setup.loader()

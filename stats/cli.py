@@ -27,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m stats", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
 
-    a = sub.add_parser("accuracy", help="accuracy per model, dataset and split with Wilson 95% intervals")
+    a = sub.add_parser("accuracy", help="accuracy per model, dataset and split with Wilson 95%% intervals")
     a.add_argument("--db", help="database file (default: $FAULTLINE_DB, else data/faultline.duckdb)")
     a.add_argument("--models", nargs="+", default=[])
     a.add_argument("--datasets", nargs="+", default=[])

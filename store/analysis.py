@@ -47,8 +47,13 @@ _JSON_FAILURE_COLUMNS = ("input_messages", "refs", "choices", "judge_notes")
 def failures(
     con: duckdb.DuckDBPyConnection, models: Sequence[str] = (), datasets: Sequence[str] = ()
 ) -> list[dict]:
-    """Scored failures (not infrastructure errors) with what an analyst needs, in a stable order."""
-    where, params = ["p.is_correct = false", "NOT p.infra_error"], []
+    """Scored failures (not infrastructure errors) with what an analyst needs, in a stable order.
+    An earlier rerun's failures only where they still count (a question its later rerun did not
+    ask): analysing the others would pay for labels no page shows."""
+    where = ["p.is_correct = false", "NOT p.infra_error",
+             "(r.superseded_by IS NULL OR EXISTS (SELECT 1 FROM latest_outcomes o"
+             " WHERE o.run_id = p.run_id AND o.instance_id = p.instance_id))"]
+    params: list = []
     if models:
         where.append(f"r.model IN ({_marks(len(models))})")
         params += list(models)

@@ -5,8 +5,8 @@ transaction: all of them or nothing.
 How each table combines (`RULES`; every table of the schema must have one):
 - runs, with their instances, predictions and transcript steps: a run is identified as at ingest
   (`run_id`). A run present in two stores is one run when it holds the same content (its row but
-  for when it was ingested and its variant, its instances, predictions and steps); else the merge is refused,
-  naming both stores.
+  for when it was ingested, its variant and superseded_by, its instances, predictions and steps);
+  else the merge is refused, naming both stores.
 - analyses, classifications, verifications, reviews, llm_calls: records that only accumulate; a record already
   present is not added again, so merging the same stores twice adds nothing. A record is present
   when every column is equal but its id (drawn from a sequence) and, for an analysis, a
@@ -18,7 +18,8 @@ How each table combines (`RULES`; every table of the schema must have one):
   summary).
 - llm_batches: one row per submission to a provider's batch API; a submission already present
   keeps its row, so `--resume` on the merged store collects each batch once.
-- derived and recomputed: each run's variant, latest_outcomes, failure_labels, latest_labels.
+- derived and recomputed: each run's variant and superseded_by, latest_outcomes, failure_labels,
+  latest_labels.
 - schema_migrations: the target's own. A store from an older Faultline is read through a
   migrated copy (the store itself is untouched); one from a newer Faultline is refused.
 """
@@ -47,9 +48,9 @@ RECORDS = {"analyses": ("created_at",), "classifications": ("created_at",), "ver
            "reviews": ("review_id",), "llm_calls": ("call_id",)}
 DERIVED = ("latest_outcomes", "latest_labels", "failure_labels", "schema_migrations")
 RULES = (*RUN_TABLES, *RECORDS, "taxonomies", "llm_cache", "llm_batches", *DERIVED)
-# what is not a run's content: when this copy was ingested, and its variant (derived from the
-# other runs of its model and dataset in that store)
-_NOT_CONTENT = ("ingested_at", "variant")
+# what is not a run's content: when this copy was ingested, its variant and the rerun that counts
+# instead of it (derived from the other runs of its model and dataset in that store)
+_NOT_CONTENT = ("ingested_at", "variant", "superseded_by")
 MEMORY_LIMIT = "512MB"
 
 

@@ -6,13 +6,35 @@ the resulting schema and tests/test_docs_schema.py keeps the two in step.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import duckdb
 
 from .errors import StoreError
 from .trust import SCHEMA_MIGRATIONS_DDL
 from .writes import transaction
 
-MIGRATIONS: list[tuple[str, str]] = [
+
+Finish = Callable[[duckdb.DuckDBPyConnection], None]
+
+
+def _reruns_and_model_identity(con: duckdb.DuckDBPyConnection) -> Finish:
+    """017: the columns (harness_factor from the notes older checks wrote); once every pending
+    migration is applied (the rules write tables later migrations may change), every run's
+    variant and reruns decided by this version's rules."""
+    con.execute("ALTER TABLE runs ADD COLUMN started_at TIMESTAMP")
+    con.execute("ALTER TABLE runs ADD COLUMN superseded_by VARCHAR")
+    con.execute("ALTER TABLE runs ADD COLUMN harness_factor DOUBLE")
+    con.execute("UPDATE runs SET harness_factor = CASE WHEN harness_note LIKE '%on 0–100%' THEN 100"
+                " WHEN harness_agrees IS NOT NULL THEN 1 END")
+    from .runs import refresh_identities  # the rules live with the writes; imported only to upgrade
+
+    return refresh_identities
+
+
+# Each step is SQL, or a function of the connection for what SQL cannot say (rules kept in
+# Python); such a function may return one to run once every pending step is applied.
+MIGRATIONS: list[tuple[str, str | Callable[[duckdb.DuckDBPyConnection], Finish | None]]] = [
     (
         "001_core_tables",
         """
@@ -452,6 +474,15 @@ MIGRATIONS: list[tuple[str, str]] = [
         """,
     ),
     (
+        "017_reruns_and_model_identity",
+        # A model is a model (issue 23): reruns of one model on one task are trials of it, the
+        # latest counts (`superseded_by` names the run that counts instead of an earlier one,
+        # ordered by `started_at`, the log's own time); a variant names only a setting that
+        # changes what the model was asked. Existing runs get both decided again. And the scale the
+        # harness prints its headline on (harness_factor), so the headline is computable exactly.
+        _reruns_and_model_identity,
+    ),
+    (
         "019_transcript_steps",
         # Agent logs keep the whole run, not only its last message: one row per step of a
         # prediction's transcript (ingest/records.py StepRecord), written with its run in the same
@@ -535,11 +566,17 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
     either completes or leaves the store as it was); return their names."""
     done = applied(con)
     refuse_newer(done)
-    pending = [(i, name, sql) for i, (name, sql) in enumerate(MIGRATIONS, start=1) if name not in done]
+    pending = [(i, name, step) for i, (name, step) in enumerate(MIGRATIONS, start=1) if name not in done]
     if not pending:
         return []
     with transaction(con):
-        for i, name, sql in pending:
-            con.execute(sql)
+        finish: list[Finish] = []
+        for i, name, step in pending:
+            if isinstance(step, str):
+                con.execute(step)
+            elif (then := step(con)) is not None:
+                finish.append(then)
             con.execute("INSERT INTO schema_migrations VALUES (?, ?, current_localtimestamp())", [i, name])
+        for then in finish:
+            then(con)
     return [name for _, name, _ in pending]

@@ -547,17 +547,30 @@ def taxonomies(con) -> list[dict]:
 
 def runs(con, models=None, datasets=None, domains=None) -> pl.DataFrame:
     """The loaded runs: the model as pages select it, the log's file name, format, main split,
-    variant, settings, the harness-agreement check, counts and when each was ingested."""
-    where, params = _filter_sql(models, datasets, domains, model_column=model_key_sql("r"))
+    variant, whether it is a rerun (and which run counts instead), settings, the
+    harness-agreement check, counts, when it was made and when it was ingested."""
+    where, params = _filter_sql(models, datasets, domains)
     return _frame(
         con,
         f"""
-        SELECT {model_key_sql("r")} AS model, dataset, domain, variant, source_format,
-               regexp_extract(source_path, '[^/\\\\]*$') AS file, main_split, main_metric, headline_metric,
-               harness_agrees, harness_note, verdict_rule, n_predictions, n_failures, n_infra_errors, settings,
-               harness_metric, harness_split, harness_value, harness_n, suite, run_name, run_id,
-               ingested_at
-        FROM runs r WHERE true {where} ORDER BY model, dataset, domain, run_id
+        SELECT * FROM (
+            SELECT {model_key_sql("r")} AS model, r.dataset, r.domain, r.variant,
+                   CASE WHEN r.superseded_by IS NOT NULL
+                        THEN 'earlier; counts: ' || regexp_extract(s.source_path, '[^/\\\\]*$')
+                        WHEN k.n IS NOT NULL THEN 'latest of ' || (k.n + 1) || ' reruns: counts' END AS rerun,
+                   r.source_format, regexp_extract(r.source_path, '[^/\\\\]*$') AS file, r.main_split,
+                   r.main_metric, r.headline_metric, r.harness_agrees, r.harness_note, r.verdict_rule,
+                   r.n_predictions, r.n_failures, r.n_infra_errors, r.settings, r.harness_metric, r.harness_split,
+                   r.harness_value, r.harness_n, r.suite, r.run_name, r.run_id, r.superseded_by, r.started_at,
+                   r.ingested_at
+            FROM runs r
+            LEFT JOIN runs s ON s.run_id = r.superseded_by
+            LEFT JOIN (SELECT superseded_by AS run_id, count(*) AS n FROM runs WHERE superseded_by IS NOT NULL
+                       GROUP BY 1) k ON k.run_id = r.run_id
+        ) WHERE true {where}
+        -- reruns together, the one that counts first, then the latest earlier ones
+        ORDER BY model, dataset, domain, superseded_by IS NOT NULL, started_at DESC NULLS LAST, ingested_at DESC,
+                 run_id
         """,
         params,
     )

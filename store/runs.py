@@ -2,9 +2,11 @@
 
 Writing a run also settles, for its (model, dataset) group, what readers would otherwise work out
 on every page load:
-- each run's `variant`: what tells it apart from the model's other runs on the dataset (settings
-  that differ, else the part of the log path that differs), so "model · variant" is a model of
-  its own everywhere;
+- each run's `variant`: the settings that change what the model was asked and tell it apart from
+  the model's other runs on the dataset (`variants`), so "model · variant" is a model of its own
+  everywhere;
+- each run's `superseded_by`: reruns of one model on one task are trials of one model, and the
+  latest counts (`reruns`);
 - `latest_outcomes`: one scored outcome per (model key, dataset, question), and
   `latest_labels`, the analysts' labels of those that failed.
 """
@@ -43,7 +45,7 @@ _RUN_COLUMNS = (
     "n_predictions", "n_failures", "n_infra_errors", "record_schema_version", "status",
     "dataset_raw", "scale_source", "main_split", "variant", "settings", "harness_metric",
     "harness_split", "harness_value", "harness_n", "harness_agrees", "harness_note", "instructions",
-    "max_tokens", "metric_min", "headline_metric", "verdict_rule", "ingested_at",
+    "max_tokens", "metric_min", "headline_metric", "verdict_rule", "started_at", "harness_factor", "ingested_at",
 )
 
 
@@ -278,7 +280,7 @@ _LATEST_INSERT = f"""
     WHERE p.is_correct IS NOT NULL
     QUALIFY row_number() OVER (
         PARTITION BY model_key, r.dataset, p.instance_id
-        ORDER BY r.ingested_at DESC, p.run_id DESC, i.perturbation NULLS FIRST,
+        ORDER BY r.superseded_by IS NOT NULL, r.ingested_at DESC, p.run_id DESC, i.perturbation NULLS FIRST,
                  p.train_trial_index) = 1
     -- stored by model: a query for one model reads only that model's row groups
     ORDER BY model_key, r.dataset
@@ -296,30 +298,60 @@ def refresh_groups(con: "duckdb.DuckDBPyConnection", groups: set[tuple[str, str]
     the transaction that changed their runs)."""
     if not groups:
         return
-    with registered(con, "_groups", _groups_table(groups)):
-        rows = con.execute(
-            "SELECT r.run_id, r.model, r.dataset, r.domain, r.settings, r.source_path, r.variant, r.n_predictions"
-            " FROM runs r JOIN _groups g ON g.model = r.model AND g.dataset = r.dataset"
-        ).fetchall()
-    by_group: dict[tuple, list[dict]] = {}
-    for run_id, model, dataset, domain, settings, path, old, n in rows:
-        by_group.setdefault((model, dataset), []).append(dict(
-            run_id=run_id, domain=domain, settings=json.loads(settings) if settings else {},
-            source_path=path, old=old, n=n))
-    changed = []
-    for group in by_group.values():
-        new = variants(group)
-        changed += [(r["run_id"], new[r["run_id"]]) for r in group if new[r["run_id"]] != r["old"]]
-    if changed:
-        with registered(con, "_variants", pa.table({"run_id": pa.array([c[0] for c in changed], pa.string()),
-                                                    "variant": pa.array([c[1] for c in changed], pa.string())})):
-            con.execute("UPDATE runs SET variant = v.variant FROM _variants v WHERE runs.run_id = v.run_id")
+    by_group = _group_runs(con, groups)
+    _set_identities(con, by_group)
     for batch in _batches(sorted(groups), {g: sum(r["n"] for r in runs) for g, runs in by_group.items()}):
         with registered(con, "_groups", _groups_table(batch)):
             con.execute("DELETE FROM latest_outcomes USING _groups g"
                         " WHERE latest_outcomes.model_name = g.model AND latest_outcomes.dataset = g.dataset")
             con.execute(_LATEST_INSERT)
             refresh_latest_labels(con, groups="_groups")
+
+
+def _group_runs(con: "duckdb.DuckDBPyConnection", groups: set[tuple[str, str]] | None) -> dict[tuple, list[dict]]:
+    """The runs of these (model, dataset) groups (None: of every group), as `variants` and
+    `reruns` read them."""
+    select = ("SELECT r.run_id, r.model, r.dataset, r.domain, r.settings, r.source_path, r.variant,"
+              " r.superseded_by, r.started_at, r.ingested_at, r.n_predictions FROM runs r")
+    if groups is None:
+        rows = con.execute(select).fetchall()
+    else:
+        with registered(con, "_groups", _groups_table(groups)):
+            rows = con.execute(select + " JOIN _groups g ON g.model = r.model AND g.dataset = r.dataset").fetchall()
+    by_group: dict[tuple, list[dict]] = {}
+    for run_id, model, dataset, domain, settings, path, variant, superseded, started, ingested, n in rows:
+        by_group.setdefault((model, dataset), []).append(dict(
+            run_id=run_id, domain=domain, settings=json.loads(settings) if settings else {}, source_path=path,
+            old=(variant, superseded), started_at=started, ingested_at=ingested, n=n))
+    return by_group
+
+
+def _set_identities(con: "duckdb.DuckDBPyConnection", by_group: dict[tuple, list[dict]]) -> set[tuple]:
+    """Decide each run's variant and the rerun that counts instead of it, store what changed;
+    returns the groups where something did."""
+    changed, touched = [], set()
+    for group, runs in by_group.items():
+        named = variants(runs)
+        counts_instead = reruns(runs, named)
+        for r in runs:
+            new = (named[r["run_id"]], counts_instead[r["run_id"]])
+            if new != r["old"]:
+                changed.append((r["run_id"], *new))
+                touched.add(group)
+    if changed:
+        ids, names, instead = zip(*changed)
+        with registered(con, "_identities", pa.table({
+            "run_id": pa.array(ids, pa.string()), "variant": pa.array(names, pa.string()),
+            "superseded_by": pa.array(instead, pa.string())})):
+            con.execute("UPDATE runs SET variant = v.variant, superseded_by = v.superseded_by"
+                        " FROM _identities v WHERE runs.run_id = v.run_id")
+    return touched
+
+
+def refresh_identities(con: "duckdb.DuckDBPyConnection") -> None:
+    """Decide every run's variant and reruns again (a store upgraded to these rules), and
+    recompute the latest outcomes of the groups whose runs changed."""
+    refresh_groups(con, _set_identities(con, _group_runs(con, None)))
 
 
 def _groups_table(groups) -> pa.Table:
@@ -356,83 +388,163 @@ def registered(con: "duckdb.DuckDBPyConnection", name: str, table) -> Iterator[N
     con.unregister(name)
 
 
+# Settings that change what the model was asked, or how its answer was read: a model's runs on
+# a dataset that differ in one of them are variants, each named by that setting alone. Readers
+# record them under these names (`runs.settings`); `prompt_args` holds other prompt-shaping
+# arguments by their own names (HELM's use_few_shot, an Inspect task's template argument).
+VARIANT_SETTINGS = ("harness", "method", "n_shot", "chain_of_thought", "prompt_template", "prompt", "task",
+                    "filter", "eval_class", "metric", "prompt_args")
+# What part of the dataset a run answers beyond its domain (HELM's scenario arguments, an
+# Inspect task's data arguments): runs on different parts are neither variants nor reruns.
+SUBSET = "subset"
+# Everything else a reader records (suite, run and task ids, epochs, deployment, generation
+# config, ...) tells reruns apart, never models.
+
+
+def _prompt_settings(settings: dict) -> dict:
+    """A run's settings that make variants, `prompt_args` spread out under their own names."""
+    out = {k: settings[k] for k in VARIANT_SETTINGS if k in settings and k != "prompt_args"}
+    args = settings.get("prompt_args")
+    if isinstance(args, dict):
+        out.update((k, v) for k, v in args.items() if k not in out)
+    return out
+
+
 def _setting_label(key: str, value) -> str:
-    if key in ("n_shot", "num_fewshot") and isinstance(value, int):
+    if key in ("n_shot", "num_fewshot") and isinstance(value, int) and not isinstance(value, bool):
         return f"{value}-shot"
-    if value is None:
-        return f"{key}=none"
+    if key == "chain_of_thought" and isinstance(value, bool):
+        return "chain of thought" if value else "no chain of thought"
+    if key == "prompt_template":
+        return f"prompt template {value}"
+    if value is _UNKNOWN:
+        return f"{key} unknown"
     return f"{key}={value if isinstance(value, str) else json.dumps(value, sort_keys=True)}"
 
 
-def _differing_part(paths: list[str]) -> list[str]:
-    """Each path without the folders and file-name tail that all of `paths` share."""
-    parts = [p.split("/") for p in paths]
-    shortest = min(len(p) for p in parts)
-    head = 0
-    while head < shortest and len({p[head] for p in parts}) == 1:
-        head += 1
-    tail = 0
-    while tail < shortest - head and len({p[-1 - tail] for p in parts}) == 1:
-        tail += 1
-    return ["/".join(p[head:len(p) - tail]) or p[-1] for p in parts]
+_UNKNOWN = object()  # a setting the run's log does not state: not known to differ from any value
 
 
-def _add(out: dict, run_id: str, name: str) -> None:
-    out[run_id] = name if out[run_id] is None else f"{out[run_id]}, {name}"
-
-
-def _name_logs(runs: list[dict], out: dict) -> None:
-    """Tell apart runs with the same settings that answer the same domain: by the log folder
-    that differs (one name for every run of that folder, whatever its domain), else within each
-    such domain by the differing part of the path (or run id)."""
-    domains = [r["domain"] for r in runs]
-    if len(set(domains)) == len(domains):
-        return
-    folders = [r["source_path"].replace("\\", "/").rsplit("/", 1)[0] for r in runs]
-    if len(set(zip(domains, folders))) == len(runs):
-        distinct = sorted(set(folders))
-        names = dict(zip(distinct, _differing_part(distinct)))
-        for r, folder in zip(runs, folders):
-            _add(out, r["run_id"], names[folder])
-        return
-    by_domain: dict[str | None, list[dict]] = {}
-    for r in runs:
-        by_domain.setdefault(r["domain"], []).append(r)
-    for same in by_domain.values():
-        if len(same) < 2:
-            continue
-        paths = [r["source_path"] for r in same]
-        keys = paths if len(set(paths)) == len(paths) else [r["run_id"] for r in same]
-        for r, name in zip(same, _differing_part(keys)):
-            _add(out, r["run_id"], name)
+def _key(value) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
 
 
 def variants(runs: list[dict]) -> dict[str, str | None]:
-    """run_id -> variant for one model's runs on one dataset (each: run_id, domain, settings,
-    source_path).
+    """run_id -> variant for one model's runs on one dataset (each: run_id, domain, settings).
 
-    A lone run has none. Otherwise the settings whose values differ between runs on the same
-    domain name each run ("5-shot", "filter=flexible-extract", "suite=v2"); runs still alike on
-    a domain (same settings, different logs) add the part of their log's folder that differs,
-    else of its path. Runs that only split the dataset into domains (one run per subject) are
-    parts of one evaluation, not variants.
-    """
+    A variant exists only where a setting that changes what the model was asked, or how its
+    answer was read (VARIANT_SETTINGS: shots, chain of thought, prompt template, filter, …),
+    differs between runs on the same domain (a HELM run and an lm-eval run of one MMLU subject
+    too, whatever else their logs record); each run is then named by those settings alone
+    ("5-shot", "filter=flexible-extract"), the same label on every domain. A setting that only
+    changes from one domain to the next (lm-eval's task per MMLU subject, HELM's instructions
+    per subject or language pair) names a part, not a variant; one a log does not state never
+    differs. Runs alike in these settings are one model: reruns (`reruns`)."""
     if len(runs) < 2:
         return {r["run_id"]: None for r in runs}
-    by_domain: dict[str | None, list[dict]] = {}
+    prompt = {r["run_id"]: _prompt_settings(r["settings"]) for r in runs}
+    parts: dict[tuple, list[dict]] = {}
     for r in runs:
-        by_domain.setdefault(r["domain"], []).append(r)
-    keys = sorted({k for r in runs for k in r["settings"]})
-    # a setting that only changes from one domain to the next (lm-eval's task per MMLU subject)
-    # names a part of the dataset; one that differs between runs on the same domain names a variant
+        parts.setdefault(r["domain"], []).append(r)
+    keys = sorted({k for p in prompt.values() for k in p},
+                  key=lambda k: (VARIANT_SETTINGS.index(k) if k in VARIANT_SETTINGS else len(VARIANT_SETTINGS), k))
     differing = [k for k in keys if any(
-        len({json.dumps(r["settings"].get(k), sort_keys=True) for r in same}) > 1
-        for same in by_domain.values())]
-    out = {r["run_id"]: ", ".join(_setting_label(k, r["settings"].get(k)) for k in differing) or None
-           for r in runs}
-    classes: dict[str | None, list[dict]] = {}
+        len({_key(prompt[r["run_id"]][k]) for r in same if k in prompt[r["run_id"]]}) > 1 for same in parts.values())]
+    if "prompt_template" in differing and not _template_needed(parts, prompt, differing):
+        differing.remove("prompt_template")  # a named setting (shots, chain of thought) already says how they differ
+
+    def label(r: dict) -> str | None:
+        return ", ".join(_setting_label(k, prompt[r["run_id"]].get(k, _UNKNOWN)) for k in differing) or None
+
+    return {r["run_id"]: label(r) for r in runs}
+
+
+def _template_needed(parts: dict, prompt: dict[str, dict], differing: list[str]) -> bool:
+    """Whether a prompt template tells apart runs on one domain that no other differing setting does."""
+    named = [k for k in differing if k != "prompt_template"]
+    for same in parts.values():
+        templates: dict[str, set] = {}
+        for r in same:
+            p = prompt[r["run_id"]]
+            templates.setdefault(_key([p.get(k) for k in named]), set()).add(_key(p.get("prompt_template")))
+        if any(len(t) > 1 for t in templates.values()):
+            return True
+    return False
+
+
+def _part(run: dict) -> tuple:
+    """The part of the dataset a run answers: its domain and subset (HELM's scenario arguments, a
+    MATH subject's level beside its subject)."""
+    return run["domain"], _key(run["settings"].get(SUBSET))
+
+
+def _recency(runs: list[dict]):
+    """How reruns are ordered, latest last: by the logs' own times when every one gives its
+    time, else by when they were ingested (then the log's time, then the path, to be stable)."""
+    timed = all(r.get("started_at") is not None for r in runs)
+
+    def key(r: dict) -> tuple:
+        started = r.get("started_at") or datetime.min
+        first = started if timed else r.get("ingested_at") or datetime.min
+        return first, r.get("ingested_at") or datetime.min, started, r.get("source_path") or "", r["run_id"]
+
+    return key
+
+
+def reruns(runs: list[dict], named: dict[str, str | None]) -> dict[str, str | None]:
+    """run_id -> the run that counts instead of it (None: it counts), for one model's runs on one
+    dataset with their variants `named`. Runs on the same part of the dataset under the same
+    variant are reruns of one model on one task — trials, not models: the latest counts
+    (`_recency`); the others stay in the store, and their answers count only for questions the
+    latest did not ask."""
+    groups: dict[tuple, list[dict]] = {}
     for r in runs:
-        classes.setdefault(out[r["run_id"]], []).append(r)
-    for same in classes.values():
-        _name_logs(same, out)
+        groups.setdefault((*_part(r), named[r["run_id"]]), []).append(r)
+    out: dict[str, str | None] = {r["run_id"]: None for r in runs}
+    for same in groups.values():
+        if len(same) > 1:
+            latest = max(same, key=_recency(same))
+            out.update((r["run_id"], latest["run_id"]) for r in same if r is not latest)
     return out
+
+
+@dataclass(frozen=True)
+class Collapsed:
+    """Reruns of one model on one dataset collapsed into their latest, for the ingest summary
+    and the data page: how many runs, how many are earlier reruns, and how the latest was told."""
+
+    model: str
+    dataset: str
+    runs: int
+    superseded: int
+    by: str  # "the logs' own times", "ingest time", or "path order" when neither tells
+
+
+def collapsed_reruns(con: "duckdb.DuckDBPyConnection", run_ids: list[str] | None = None) -> list[Collapsed]:
+    """Per model (as pages select it) and dataset, the reruns collapsed into the run that counts,
+    among the groups of `run_ids` (None: every group)."""
+    scope = ""
+    if run_ids is not None:
+        scope = (" WHERE (c.model, c.dataset) IN (SELECT model, dataset FROM runs"
+                 " WHERE run_id IN (SELECT run_id FROM _written))")
+    query = f"""
+        SELECT {model_key_sql("c")} AS model, c.dataset, c.run_id,
+               count(*) AS superseded,
+               bool_and(s.started_at IS NOT NULL) AND c.started_at IS NOT NULL AS timed,
+               count(DISTINCT s.ingested_at) FILTER (WHERE s.ingested_at <> c.ingested_at) > 0 AS by_ingest
+        FROM runs c JOIN runs s ON s.superseded_by = c.run_id{scope}
+        GROUP BY c.run_id, c.model, c.variant, c.dataset, c.started_at, c.ingested_at
+    """
+    if run_ids is None:
+        rows = con.execute(query).fetchall()
+    else:
+        with registered(con, "_written", pa.table({"run_id": pa.array(run_ids, pa.string())})):
+            rows = con.execute(query).fetchall()
+    totals: dict[tuple[str, str], list] = {}
+    for model, dataset, _, superseded, timed, by_ingest in rows:
+        t = totals.setdefault((model, dataset), [0, 0, set()])
+        t[0] += superseded + 1
+        t[1] += superseded
+        t[2].add("the logs' own times" if timed else "ingest time" if by_ingest else "path order")
+    return [Collapsed(model, dataset, runs, superseded, " and ".join(sorted(by)))
+            for (model, dataset), (runs, superseded, by) in sorted(totals.items())]

@@ -31,10 +31,16 @@ class Run:
     args: dict = field(default_factory=dict)
     method: str = "generation"
     metric_specs: list[dict] = field(default_factory=list)
+    # the run spec's own arguments when they are not the scenario's (WMT's language_pair=cs-en
+    # becomes the scenario's source_language and target_language)
+    name_args: dict | None = None
+    shots: int = 0
+    adapter: dict = field(default_factory=dict)  # more adapter_spec fields (instructions, prefixes)
+    request_datetime: int | None = None  # written into scenario_state.json's results
 
     @property
     def name(self) -> str:
-        args = "".join(f"{k}={v}," for k, v in self.args.items())
+        args = "".join(f"{k}={v}," for k, v in (self.args if self.name_args is None else self.name_args).items())
         return f"{self.scenario}:{args}model={self.model.replace('/', '_')}"
 
 
@@ -54,7 +60,7 @@ def write_run(suite: Path, run: Run, state: bool = False) -> Path:
         "name": run.name,
         "scenario_spec": {"class_name": f"helm.benchmark.scenarios.{run.scenario}.Scenario", "args": run.args},
         "adapter_spec": {"method": run.method, "model": run.model, "model_deployment": run.model,
-                         "max_train_instances": 0, "num_train_trials": 1},
+                         "max_train_instances": run.shots, "num_train_trials": 1, **run.adapter},
         "metric_specs": run.metric_specs,
         "groups": run.groups,
     }
@@ -85,7 +91,8 @@ def write_run(suite: Path, run: Run, state: bool = False) -> Path:
         files["scenario_state.json"] = {"request_states": [
             {"instance": inst, "train_trial_index": 0,
              "result": {"success": c.failed is None, "completions": [{"text": c.output}] if c.failed is None else [],
-                        **({"error": c.failed} if c.failed else {})}}
+                        **({"error": c.failed} if c.failed else {}),
+                        **({"request_datetime": run.request_datetime} if run.request_datetime else {})}}
             for inst, c in zip(instances, run.cases)
         ]}
     for name, content in files.items():

@@ -104,7 +104,8 @@ def test_aggregate_is_kept_as_the_harness_number(eee_db):
         "not compared: the log's 0.75 (accuracy) is no pass rate over the 1 scored sample(s) it holds, "
         "so it counts samples the log does not have",
         json.dumps({"evaluation_id": "demo-source/demo-org_demo-model/1750000000", "schema_version": "0.3.0",
-                    "eval_library": "unknown", "eval_library_version": "unknown", "source_name": "<Platform>"},
+                    "eval_library": "unknown", "eval_library_version": "unknown", "source_name": "<Platform>",
+                    "metric": "accuracy"},
                    separators=(",", ":")),
     )]
     # the HELM-converted files come without an aggregate

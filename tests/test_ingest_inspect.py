@@ -196,7 +196,8 @@ def test_synthetic_eval_attachments_epochs_errors_and_values(tmp_path, tmp_db):
     assert json.loads(inst[2]) == [{"text": "4", "correct": True}, {"text": "four", "correct": True}]
     pred = q(tmp_db, "SELECT thinking_text, mapped_output, metrics, error_message FROM predictions WHERE instance_id = 'e'")[0]
     assert pred[:2] == ("2+2", "4")
-    assert json.loads(pred[2]) == {"grader": 0.0, "other": 1.0}
+    # a dict value is no one score: each field that is a number, never its first field as the scorer's
+    assert json.loads(pred[2]) == {"grader": 0.0, "other/acc": 1.0, "other/f1": 0.5}
     assert pred[3] == "rate limited"
     assert q(tmp_db, "SELECT run_name, status, main_metric FROM runs") == [("toy:m/one", "error", "grader")]
 

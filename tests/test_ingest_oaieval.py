@@ -88,9 +88,10 @@ def test_sampling_and_match_are_paired(oai_db):
 
 def test_settings_from_spec(oai_db):
     settings = json.loads(q(oai_db, "SELECT settings FROM runs WHERE dataset = 'us-tort-law'")[0][0])
+    # the shot count under the name every reader gives it; eval_name picks the part (dev, v0) of the eval
     assert settings == {
-        "eval_name": "us-tort-law.dev.v0", "eval_class": "evals.elsuite.basic.match:Match", "num_few_shot": 4,
-        "max_samples": 5, "seed": 20220722, "harness": "openai-evals",
+        "eval_name": "us-tort-law.dev.v0", "subset": "us-tort-law.dev.v0", "eval_class": "evals.elsuite.basic.match:Match",
+        "n_shot": 4, "max_samples": 5, "seed": 20220722, "harness": "openai-evals",
     }
 
 

@@ -10,14 +10,16 @@ from store import MIGRATIONS, write_session
 from store.runs import refresh_groups
 from tests.seed_store import seed
 
-# what every query computed at read time before the table existed, with the model key
+# what every query computed at read time before the table existed, with the model key and the
+# rerun that counts first (runs.superseded_by)
 WINDOW = """
-    SELECT CASE WHEN variant IS NULL THEN model ELSE model || ' · ' || variant END AS key,
-           dataset, instance_id, run_id, train_trial_index, split, is_main_split, is_correct
-    FROM outcomes WHERE is_correct IS NOT NULL
+    SELECT CASE WHEN o.variant IS NULL THEN o.model ELSE o.model || ' · ' || o.variant END AS key,
+           o.dataset, o.instance_id, o.run_id, o.train_trial_index, o.split, o.is_main_split, o.is_correct
+    FROM outcomes o JOIN runs r USING (run_id) WHERE o.is_correct IS NOT NULL
     QUALIFY row_number() OVER (
-        PARTITION BY key, dataset, instance_id
-        ORDER BY ingested_at DESC, run_id DESC, perturbation NULLS FIRST, train_trial_index) = 1
+        PARTITION BY key, o.dataset, o.instance_id
+        ORDER BY r.superseded_by IS NOT NULL, o.ingested_at DESC, o.run_id DESC, o.perturbation NULLS FIRST,
+                 o.train_trial_index) = 1
     ORDER BY ALL
 """
 TABLE = """
@@ -34,11 +36,16 @@ def test_the_table_equals_the_read_time_window_after_every_write(tmp_db):
                   for i in range(10)] + [dict(model="B", dataset="ds", domain="d1", instance_id="d1/q10",
                                               is_correct=None)])
     assert len(q(tmp_db, TABLE)) == 30 and q(tmp_db, TABLE) == q(tmp_db, WINDOW)
-    # another log of A (other folder, same settings) makes both of A's logs variants
+    # another log of A (other folder, same settings) is a rerun: still one model A, whose later
+    # log counts on d1 (10 questions), the earlier one still on d2
     seed(tmp_db, [dict(model="A", dataset="ds", domain="d1", instance_id=f"d1/q{i}", is_correct=True)
                   for i in range(10)], run_tag="r2")
-    assert q(tmp_db, "SELECT DISTINCT model FROM latest_outcomes ORDER BY 1") == [("A · r1",), ("A · r2",), ("B",)]
-    assert len(q(tmp_db, TABLE)) == 40 and q(tmp_db, TABLE) == q(tmp_db, WINDOW)
+    assert q(tmp_db, "SELECT DISTINCT model FROM latest_outcomes ORDER BY 1") == [("A",), ("B",)]
+    assert q(tmp_db, "SELECT run_id, superseded_by FROM runs WHERE model = 'A' ORDER BY 1") == [
+        ("r1:A:ds:d1", "r2:A:ds:d1"), ("r1:A:ds:d2", None), ("r2:A:ds:d1", None)]
+    assert q(tmp_db, "SELECT run_id, count(*) FROM latest_outcomes WHERE model = 'A' GROUP BY 1 ORDER BY 1") == [
+        ("r1:A:ds:d2", 10), ("r2:A:ds:d1", 10)]
+    assert len(q(tmp_db, TABLE)) == 30 and q(tmp_db, TABLE) == q(tmp_db, WINDOW)
     # re-writing B's log replaces its rows only
     seed(tmp_db, [dict(model="B", dataset="ds", domain="d1", instance_id=f"d1/q{i}", is_correct=False)
                   for i in range(4)])

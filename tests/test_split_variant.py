@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import pytest
 from scipy import stats as sst
@@ -13,8 +14,8 @@ import store
 from conftest import MMLU_SUITE, q, requires_fixtures
 from stats.cli import main
 from store import queries as queries
-from store.runs import variants
-from tests.seed_store import seed
+from store.runs import reruns, variants
+from tests.seed_store import T0, seed
 
 
 def _split_store(db):
@@ -128,7 +129,7 @@ def test_helm_accuracy_per_subject_equals_stats_json(mmlu_db, capsys):
                                     abs=1e-12)
 
 
-def test_variants_from_settings_paths_and_parts():
+def test_variants_only_from_settings_that_change_what_was_asked():
     def run(rid, domain, settings, path="/logs/x.jsonl"):
         return dict(run_id=rid, domain=domain, settings=settings, source_path=path)
 
@@ -143,20 +144,56 @@ def test_variants_from_settings_paths_and_parts():
                      run("b", "anatomy", {"task": "mmlu_anatomy", "n_shot": 5}),
                      run("c", "astronomy", {"task": "mmlu_astronomy", "n_shot": 5})]) == {
         "a": "0-shot", "b": "5-shot", "c": "5-shot"}
+    # named by the setting that changes what was asked alone, never the suite
     assert variants([run("a", None, {"filter": "strict-match", "suite": "v1"}),
                      run("b", None, {"filter": "flexible-extract", "suite": "v2"})]) == {
-        "a": "filter=strict-match, suite=v1", "b": "filter=flexible-extract, suite=v2"}
-    # identical settings, two copies of a suite: the folder that differs, the same on every subject
-    copies = [run(f"{s}{d}", d, {"suite": "v1"}, f"/x/{s}/runs/v1/mmlu:subject={d}")
+        "a": "filter=strict-match", "b": "filter=flexible-extract"}
+    # a prompt template names a variant only when no named setting already says how runs differ
+    assert variants([run("a", None, {"chain_of_thought": True, "prompt_template": "1a2b"}),
+                     run("b", None, {"chain_of_thought": False, "prompt_template": "3c4d"})]) == {
+        "a": "chain of thought", "b": "no chain of thought"}
+    assert variants([run("a", None, {"n_shot": 5, "prompt_template": "1a2b"}),
+                     run("b", None, {"n_shot": 5, "prompt_template": "3c4d"})]) == {
+        "a": "prompt template 1a2b", "b": "prompt template 3c4d"}
+    assert variants([run("a", None, {"prompt_args": {"use_few_shot": True}}),
+                     run("b", None, {"prompt_args": {"use_few_shot": False}})]) == {
+        "a": "use_few_shot=true", "b": "use_few_shot=false"}
+    # reruns: run and task ids, suites, folders and file names never make a model
+    assert variants([run("a", None, {"task": "t", "task_id": "T1", "run": "R1", "epochs": 1}, "/a/1.eval"),
+                     run("b", None, {"task": "t", "task_id": "T2", "run": "R2"}, "/b/2.eval")]) == {"a": None, "b": None}
+    copies = [run(f"{s}{d}", d, {"suite": s}, f"/x/{s}/runs/v1/mmlu:subject={d}")
               for s in ("june", "july") for d in ("anatomy", "astronomy")]
-    assert variants(copies) == {"juneanatomy": "june", "juneastronomy": "june",
-                                "julyanatomy": "july", "julyastronomy": "july"}
-    # a second copy of only one subject still names the first copy's other subject the same
-    assert variants(copies[:3]) == {"juneanatomy": "june", "juneastronomy": "june", "julyanatomy": "july"}
-    # two logs in one folder: the part of the file name that differs
-    assert variants([run("a", None, {}, "/out/samples_gsm8k_2024-01-01.jsonl"),
-                     run("b", None, {}, "/out/samples_gsm8k_2024-02-01.jsonl")]) == {
-        "a": "samples_gsm8k_2024-01-01.jsonl", "b": "samples_gsm8k_2024-02-01.jsonl"}
+    assert set(variants(copies).values()) == {None}
+    # different parts of the dataset (a WMT language pair, a MATH level) are neither
+    assert variants([run("a", "cs-en", {"subset": {"source_language": "cs", "target_language": "en"}}),
+                     run("b", "de-en", {"subset": {"source_language": "de", "target_language": "en"}})]) == {
+        "a": None, "b": None}
+    # another harness on the same subject is a variant, whatever else the logs record
+    assert variants([run("a", "anatomy", {"harness": "helm", "subset": {"subject": "anatomy"}}),
+                     run("b", "anatomy", {"harness": "lm-eval", "task": "mmlu_anatomy"})]) == {
+        "a": "harness=helm", "b": "harness=lm-eval"}
+    # a setting one log does not state is not known to differ; two it states do
+    assert variants([run("a", None, {"harness": "helm", "n_shot": 5}), run("b", None, {})]) == {"a": None, "b": None}
+    assert variants([run("a", None, {"harness": "helm"}), run("b", None, {"harness": "lm-eval"}),
+                     run("c", None, {})]) == {"a": "harness=helm", "b": "harness=lm-eval", "c": "harness unknown"}
+
+
+def test_reruns_the_latest_counts():
+    def run(rid, started=None, ingested=T0, domain=None, settings=None, path="/logs/x"):
+        return dict(run_id=rid, domain=domain, settings=settings or {}, source_path=path, started_at=started,
+                    ingested_at=ingested)
+
+    day = timedelta(days=1)
+    # every log says when it ran: the latest by that, whatever order they were ingested in
+    runs = [run("old", T0, T0 + day), run("new", T0 + day, T0), run("mid", T0 + day / 2, T0)]
+    assert reruns(runs, variants(runs)) == {"old": "new", "new": None, "mid": "new"}
+    # one does not: by when they were ingested
+    runs = [run("a", T0 + day, T0), run("b", None, T0 + day)]
+    assert reruns(runs, variants(runs)) == {"a": "b", "b": None}
+    # other parts and other variants are not reruns of each other
+    runs = [run("cs", T0, domain="cs-en"), run("de", T0 + day, domain="de-en"),
+            run("z", T0, settings={"n_shot": 0}), run("f", T0 + day, settings={"n_shot": 5})]
+    assert reruns(runs, variants(runs)) == {"cs": None, "de": None, "z": None, "f": None}
 
 
 def _shots(db, shots: int, passing: int, model="org/m"):

@@ -13,7 +13,7 @@ import stats
 import store
 from stats import tests as t
 from stats.cli import main
-from tests.conftest import run_module
+from tests.conftest import q, run_module
 from tests.seed_store import T0, label_failures, seed
 
 
@@ -135,7 +135,7 @@ def test_compare_synthetic_matches_scipy(tmp_db):
         sst.binomtest(calc.b_count, result.b_total, calc.a_share, alternative="greater").pvalue)
 
 
-def test_reingest_replaces_and_another_log_is_a_variant(tmp_db):
+def test_reingest_replaces_and_another_log_is_a_rerun(tmp_db):
     _synthetic(tmp_db)
     everything_passes = [dict(model="A", dataset="ds", domain="d1" if i % 2 else "d2",
                               instance_id=f"q{i:02d}", is_correct=True) for i in range(40)]
@@ -144,16 +144,20 @@ def test_reingest_replaces_and_another_log_is_a_variant(tmp_db):
     with store.read_connection(tmp_db) as con:
         r = stats.compare(con, "A", "B")
         assert (r.n_pairs, r.a_only_fail, r.b_only_fail, r.a_total) == (40, 0, 25, 0)
-    # another log of A with the same settings in another folder is a variant, not a replacement
+    # another log of A with the same settings in another folder is a rerun of A, not a model of
+    # its own nor a replacement: the latest counts, the earlier one stays in the store
     _synthetic(tmp_db)
     seed(tmp_db, everything_passes, run_tag="r2")
     with store.read_connection(tmp_db) as con:
-        assert store.queries.filter_options(con)["models"] == ["A · r1", "A · r2", "B"]
-        old, new = stats.compare(con, "A · r1", "B"), stats.compare(con, "A · r2", "B")
-        both = stats.compare(con, "A · r1", "A · r2")
-    assert (old.n_pairs, old.a_only_fail, old.b_only_fail) == (40, 10, 15)
-    assert (new.n_pairs, new.a_only_fail, new.b_only_fail) == (40, 0, 25)
-    assert (both.a_only_fail, both.b_only_fail) == (20, 0)
+        assert store.queries.filter_options(con)["models"] == ["A", "B"]
+        latest = stats.compare(con, "A", "B")
+    assert (latest.n_pairs, latest.a_only_fail, latest.b_only_fail) == (40, 0, 25)
+    assert q(tmp_db, "SELECT count(*), count(superseded_by) FROM runs WHERE model = 'A'") == [(4, 2)]
+    # neither log says when it ran: ingested again, the first one is the latest and counts again
+    _synthetic(tmp_db)
+    with store.read_connection(tmp_db) as con:
+        again = stats.compare(con, "A", "B")
+    assert (again.n_pairs, again.a_only_fail, again.b_only_fail) == (40, 10, 15)
 
 
 def test_filters_and_analyst_choice(tmp_db):

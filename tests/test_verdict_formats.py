@@ -68,13 +68,13 @@ def test_inspect_header_on_0_to_100_is_recognised_and_a_real_difference_still_sh
     (tmp_path / "unit.json").write_text(json.dumps(_inspect_v2("unit", [1, 0, 0, 1], 0.5)))
     summary = ingest_paths([tmp_path], db=tmp_db)
     assert q(tmp_db, "SELECT dataset, harness_agrees, harness_note FROM runs ORDER BY 1") == [
-        ("off", False, "differs by 69.25: 0.75 = 3/4 here, the log says 70 (grader/accuracy)"),
+        ("off", False, "differs by 5 points on 0–100: 0.75 = 3/4 here, the log says 70 (grader/accuracy)"),
         ("pct", True, "agrees: 0.75 = 3/4 (grader/accuracy, which the log reports on 0–100 as 75)"),
         ("unit", True, "agrees: 0.5 = 2/4 (grader/accuracy)"),
     ]
     assert summary.details()[:2] == [
         "harness check: 2 of 3 runs agree with the harness's own headline",
-        "  off:m/one: differs by 69.25: 0.75 = 3/4 here, the log says 70 (grader/accuracy)",
+        "  off:m/one: differs by 5 points on 0–100: 0.75 = 3/4 here, the log says 70 (grader/accuracy)",
     ]
     # the log's accuracy metric is the scorer's evidence of a 0–1 scale
     assert q(tmp_db, "SELECT DISTINCT scale_source FROM runs") == [("inspect accuracy",)]

@@ -26,6 +26,7 @@ class Job:
     log: Path
     proc: subprocess.Popen
     started: float = field(default_factory=time.time)
+    args: list[str] = field(default_factory=list)  # the `python -m` arguments, to run it again with more
 
     @property
     def returncode(self) -> int | None:
@@ -46,14 +47,22 @@ class Job:
         return next((ln for ln in reversed(lines) if ln), "")
 
     def problem(self) -> str:
-        """Why a failed job failed: the command's own `error:` line (the file and what is wrong
-        with it), else its last line."""
+        """Why a failed job failed: the command's own last `error:` message, whole (its first line
+        and the indented lines that continue it, one per dataset or file), else its last line."""
         try:
             text = self.log.read_text(errors="replace")
         except FileNotFoundError:
             return ""
-        errors = [ln.strip() for ln in text.splitlines() if ln.startswith("error: ")]
-        return errors[-1].removeprefix("error: ") if errors else self.last_line()
+        lines = text.splitlines()
+        starts = [n for n, ln in enumerate(lines) if ln.startswith("error: ")]
+        if not starts:
+            return self.last_line()
+        block = [lines[starts[-1]].removeprefix("error: ").rstrip()]
+        for line in lines[starts[-1] + 1:]:
+            if not line.startswith(" "):
+                break
+            block.append(line.rstrip())
+        return "\n".join(block)
 
 
 @st.cache_resource
@@ -76,7 +85,7 @@ def start(label: str, args: list[str], db: Path, discard_on_failure: tuple[Path,
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     with log.open("w") as out:
         proc = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env)
-    job = Job(label, command, log, proc)
+    job = Job(label, command, log, proc, args=list(args))
     _registry().append(job)
     if discard_on_failure:
         threading.Thread(target=_discard_on_failure, args=(proc, discard_on_failure), daemon=True,

@@ -3,8 +3,9 @@
 Hidden in read-only mode (public links): there the app only reads. Paths typed here are read
 only under the configured data roots — every file the load reads, symbolic links followed
 (`python -m ingest --only-under`) — uploads only after every safety check passed. What the
-inputs hold stays after a submit; the latest job's outcome is one box (its error, in red, when it
-failed), earlier jobs are folded away.
+inputs hold stays after a submit; the latest job's outcome is one box (its whole error, in red,
+when it failed), earlier jobs are folded away. A load that stopped for want of a scale, a
+threshold or a main metric gets the fields to give them and runs again with them.
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ import streamlit as st
 
 import store
 from ingest import FORMATS
+from ingest.passfail import asked
 
 from . import jobs
 from .data import public_message, read_only
-from .text import md
+from .text import md, md_lines
 from .uploads import UPLOAD_TYPES, UploadRefused, allowed_path, data_roots, save_uploads
 
 
@@ -51,6 +53,7 @@ def loader(expanded: bool = False, label: str = "Load logs and analyse failures"
         if analyse:
             analyse_button(caption=True, status=False)
         _job_status()
+        _settings_asked(db)
 
 
 def analyse_button(caption: bool = False, status: bool = True) -> None:
@@ -92,6 +95,73 @@ def _start_ingest(path: str, uploads: list, fmt: str, db: Path, roots: list[Path
     jobs.start(label, ["ingest", *map(str, paths), "--format", fmt, *confined], db, discard_on_failure=folders)
 
 
+ASK_LABELS = {"--main-metric": "the metric that decides pass/fail"}
+
+
+def _settings_asked(db: Path) -> None:
+    """When the latest load stopped for want of a scale, a threshold or a main metric (its
+    message names the flags, ingest/passfail.py `asked`), the fields to give them, and a button
+    that runs the same load again with them."""
+    started = jobs.jobs()
+    job = started[-1] if started else None
+    if job is None or job.returncode in (None, 0) or job.args[:1] != ["ingest"]:
+        return
+    asks = asked(job.problem())
+    if not asks:
+        return
+    by_dataset: dict[str, set[str]] = {}
+    for ask in asks:
+        by_dataset.setdefault(ask.dataset, set()).add(ask.flag)
+    given: dict[str, dict[str, object]] = {}
+    with st.form(f"asked_{job.log.stem}", border=True):
+        st.markdown("**This load needs a setting for each dataset below.** Give it here and load again "
+                    "(the same files, with these flags); the message above says why.")
+        for n, (dataset, flags) in enumerate(by_dataset.items()):
+            name = md(dataset, 80)
+            values = given[dataset] = {}
+            columns = st.columns(3)
+            if "--scale" in flags:
+                values["low"] = columns[0].number_input(f"{name}: lowest score possible", value=None,
+                                                        format="%g", key=f"{job.log.stem}-{n}-low")
+                values["high"] = columns[1].number_input(f"{name}: highest score possible", value=None,
+                                                         format="%g", key=f"{job.log.stem}-{n}-high")
+            if "--pass-threshold" in flags:
+                values["threshold"] = columns[2].number_input(
+                    f"{name}: or pass at this score", value=None, format="%g", key=f"{job.log.stem}-{n}-x",
+                    help="the line itself instead of a scale: a score at or above it passes")
+            if "--main-metric" in flags:
+                values["metric"] = st.text_input(f"{name}: {ASK_LABELS['--main-metric']}",
+                                                 key=f"{job.log.stem}-{n}-metric",
+                                                 placeholder="a scorer or metric the message names (SCORER/FIELD for a field)")
+        submitted = st.form_submit_button("Load again with these settings", icon=":material/replay:")
+    if submitted:
+        _load_again(job, given, db)
+
+
+def _load_again(job: jobs.Job, given: dict[str, dict[str, object]], db: Path) -> None:
+    extra: list[str] = []
+    for dataset, values in given.items():
+        low, high, threshold = values.get("low"), values.get("high"), values.get("threshold")
+        metric = (values.get("metric") or "").strip()
+        if (low is None) != (high is None):
+            st.error(md(f"{dataset}: give both the lowest and the highest score, or neither"))
+            return
+        if low is not None:
+            if not low < high:
+                st.error(md(f"{dataset}: the lowest score must be below the highest"))
+                return
+            extra += ["--scale", f"{dataset}={low:g}:{high:g}"]
+        if threshold is not None:
+            extra += ["--pass-threshold", f"{dataset}={threshold:g}"]
+        if metric:
+            extra += ["--main-metric", f"{dataset}={metric}"]
+    if not extra:
+        st.warning("Give at least one setting first.")
+        return
+    jobs.start(f"{job.label} with {' '.join(extra[1::2])}", [*job.args, *extra], db)
+    st.rerun()
+
+
 @st.fragment(run_every=2)
 def _job_status() -> None:
     started = jobs.jobs()
@@ -104,7 +174,8 @@ def _job_status() -> None:
         elif job.returncode == 0:
             st.success(md(f"{say}: {job.last_line()}", 2000), icon=":material/check_circle:")
         else:
-            st.error(md(f"{say}: {public_message(job.problem())}", 2000), icon=":material/error:")
+            # the whole message: a refusal names each dataset on a line of its own
+            st.error(md_lines(f"{say}: {public_message(job.problem())}"), icon=":material/error:")
         if len(started) > 1:
             with st.expander(f"Earlier jobs ({len(started) - 1})"):
                 for earlier in reversed(started[:-1]):

@@ -42,6 +42,17 @@ def md(text, limit: int = 300) -> str:
     return _MD_SPECIAL.sub(r"\\\1", one_line) + ("…" if cut else "")
 
 
+def md_lines(text, limit: int = 8000) -> str:
+    """Several lines of data made safe for Markdown, each kept on its own line (indented ones
+    indented): a whole error message, never cut after its first line."""
+    lines, cut = clip(str(text if text is not None else ""), limit)
+    out = []
+    for line in lines.splitlines():
+        indent = len(line) - len(line.lstrip(" "))
+        out.append("\u00a0" * indent + md(line, limit))
+    return "  \n".join(out) + ("…" if cut else "")
+
+
 def html_text(text: str) -> str:
     """HTML-escaped text whose Markdown characters are entities and newlines are <br>: safe
     inside st.markdown(unsafe_allow_html=True) whatever the text holds."""

@@ -29,11 +29,12 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from ..errors import MALFORMED, IngestError, malformed
 from .. import files
 from ..evidence import EXPLANATION_FIELDS, common, judge_score, positive_int, render_messages, system_text
-from ..jsonio import expect, json_type, load_json, load_jsonl
+from ..jsonio import expect, json_type, load_json, load_jsonl, try_parse
 from ..options import ReadOptions
 from ..passfail import HarnessAggregate, agreement, lookup, make_rule
 from ..names import canonical_dataset, question_hash
 from ..records import InstanceRecord, JudgeNote, ParsedRun, PredictionRecord, Reference, RunRecord, Skipped
+from ..times import log_time
 from ..walk import files_below
 
 FORMAT = "eee"
@@ -373,13 +374,16 @@ def _build_run(unit, aggregate, result, remark, evaluation_id, model_id, result_
             raise IngestError(f"{where}:{lineno}: sample {p.instance_id!r} trial {p.train_trial_index} appears twice")
         seen.add((p.instance_id, p.train_trial_index))
     library = _dict(aggregate.get("eval_library"))
-    settings = {
+    settings = _faultline_settings(aggregate) or {
         "evaluation_id": evaluation_id,
         "schema_version": rows[0][1].schema_version,
         "eval_library": library.get("name"),
+        # the harness that made the evaluation, when the file names it (a variant when it differs)
+        "harness": library.get("name") if library.get("name") not in (None, "", "unknown") else None,
         "eval_library_version": library.get("version"),
         "source_name": _dict(aggregate.get("source_metadata")).get("source_name"),
         "generation_config": result.get("generation_config"),
+        "metric": metric,
     }
     run = RunRecord(
         run_id=hashlib.sha1(f"{FORMAT}|{evaluation_id}|{model_id}|{result_key}|{domain}".encode()).hexdigest()[:16],
@@ -398,11 +402,23 @@ def _build_run(unit, aggregate, result, remark, evaluation_id, model_id, result_
         settings={k: v for k, v in settings.items() if v is not None},
         instructions=common(system_text(s.messages) for _, s in rows),
         max_tokens=positive_int(_dict(_dict(result.get("generation_config")).get("generation_args")).get("max_tokens")),
+        started_at=log_time(result.get("evaluation_timestamp") or aggregate.get("evaluation_timestamp")),
         **_harness(result, aggregate, metric_config, main_split, instances, predictions, metric or "is_correct", remark),
     )
     # verdicts all from the threshold: the scale is settled with the dataset's column at load
     by_threshold = thresholded and all(s.evaluation.is_correct is None for _, s in rows)
     return ParsedRun(run=run, instances=list(instances.values()), predictions=predictions, rule=rule if by_threshold else None)
+
+
+def _faultline_settings(aggregate: dict) -> dict | None:
+    """A run Faultline itself exported (ingest/export.py) keeps the settings it was read with, so
+    that its variants and reruns come back as they were; None for any other file."""
+    source = _dict(aggregate.get("source_metadata"))
+    details = _dict(source.get("additional_details"))
+    if source.get("source_name") != "Faultline" or "faultline_run_id" not in details:
+        return None
+    settings = try_parse(details.get("settings", "")) if isinstance(details.get("settings"), str) else None
+    return settings if isinstance(settings, dict) else None
 
 
 def _is_correct_fields(min_score: float, max_score: float | None, lower_is_better: bool) -> dict:

@@ -17,6 +17,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -30,6 +31,7 @@ from ..names import canonical_dataset, question_hash
 from ..options import ReadOptions
 from ..passfail import FALLBACK_METRICS, GENERIC_STATS, HarnessAggregate, PassRule, Scale, agreement, is_finite, make_rule
 from ..records import InstanceRecord, ParsedRun, PredictionRecord, RunRecord, Skipped
+from ..times import log_time
 from ..walk import helm_runs_below
 
 FORMAT = "helm"
@@ -406,6 +408,7 @@ def _verdict(files: _RunFiles, ident: _Identity, instances: list[InstanceRecord]
         "n_shot": adapter.get("max_train_instances"),
         "num_trials": adapter.get("num_train_trials"),
         "model_deployment": adapter.get("model_deployment"),
+        **identity_settings(scenario_args, adapter),
     }
     return RunRecord(
         run_id=hashlib.sha1(f"{FORMAT}|{suite_dir}|{run_name}".encode()).hexdigest()[:16],
@@ -429,8 +432,59 @@ def _verdict(files: _RunFiles, ident: _Identity, instances: list[InstanceRecord]
         settings={k: v for k, v in settings.items() if v is not None},
         instructions=helm_instructions(adapter),
         max_tokens=positive_int(adapter.get("max_tokens")),
+        started_at=_started_at(state),
         **harness,
     )
+
+
+# ---------------------------------------------------------------- what the run is one of
+
+# Scenario arguments that shape the prompt rather than pick the data (MMLU-Pro's
+# use_chain_of_thought and use_few_shot, MATH's use_official_examples); every other one picks
+# which part of the dataset the run answers (subject, language pair, level, subset, ...).
+PROMPT_ARG = re.compile(r"chain_of_thought|(^|_)cot($|_)|few_?shot|shots?($|_)|example|prompt|template|instruction")
+CHAIN_OF_THOUGHT_ARG = re.compile(r"chain_of_thought|(^|_)cot($|_)")
+# The adapter fields that make the prompt's text around each instance
+PROMPT_FIELDS = ("global_prefix", "instructions", "instance_prefix", "input_prefix", "input_suffix",
+                 "reference_prefix", "reference_suffix", "output_prefix", "output_suffix",
+                 "chain_of_thought_prefix", "chain_of_thought_suffix", "global_suffix")
+
+
+def identity_settings(args: dict, adapter: dict) -> dict:
+    """The settings that say which part of the dataset a run answers (`subset`: the scenario's
+    data arguments) and how it was asked (chain of thought, other prompt arguments, a short hash
+    of the adapter's prompt text), for store/runs.py `variants` and `reruns`."""
+    out: dict = {}
+    data = {k: v for k, v in args.items() if not PROMPT_ARG.search(k.lower())}
+    prompt = {k: v for k, v in args.items() if PROMPT_ARG.search(k.lower())}
+    if data:
+        out["subset"] = data
+    for key in [k for k in prompt if CHAIN_OF_THOUGHT_ARG.search(k.lower())][:1]:
+        out["chain_of_thought"] = _flag(prompt.pop(key))
+    if prompt:
+        out["prompt_args"] = prompt
+    text = json.dumps({f: adapter.get(f) for f in PROMPT_FIELDS if adapter.get(f)}, sort_keys=True)
+    if text != "{}":
+        out["prompt_template"] = hashlib.sha1(text.encode()).hexdigest()[:8]
+    return out
+
+
+def _flag(value: Any) -> Any:
+    """A boolean argument as HELM's run names write it ("True", "false") read as a boolean."""
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    return value
+
+
+def _started_at(state: dict) -> datetime | None:
+    """When the run's first request was made (request_datetime in scenario_state.json), when
+    the run has its request states."""
+    times = []
+    for rs in state.get("request_states") or []:
+        result = rs.get("result") if isinstance(rs, dict) else None
+        if isinstance(result, dict) and (at := log_time(result.get("request_datetime"))) is not None:
+            times.append(at)
+    return min(times, default=None)
 
 
 # ---------------------------------------------------------------- evidence beyond the score
@@ -640,6 +694,10 @@ def _from_scenario_state(states: list, state_file: Path) -> tuple[list, list, li
 
 
 def _domain(args: dict, groups: list[str], dataset: str) -> str | None:
+    # WMT-14's language pair: HELM's run spec splits `language_pair=cs-en` into two arguments
+    source, target = args.get("source_language"), args.get("target_language")
+    if isinstance(source, str) and isinstance(target, str) and source and target:
+        return f"{source}-{target}"
     for key in DOMAIN_ARGS:
         value = args.get(key)
         if isinstance(value, str) and value and _norm(value) != _norm(dataset):

@@ -1,13 +1,16 @@
 """Inspect AI logs: `.eval` zips (header.json + samples/<id>_epoch_<n>.json) or `.json` EvalLogs.
 
 One run per log. Instance ids are the sample ids as text; epochs become trial indexes. The
-scorer that decides pass/fail is the user's `--main-metric`, else the first scorer the log's
-results report, else the first a sample has. Score values map to numbers as Inspect's own
-`value_to_float` does (so a run's mean score is the `accuracy` its header reports, which is
-checked): C=1, P=0.5, I=0, N (no answer)=0, yes/true=1, no/false=0, numeric text as the number,
-any other text 0. Letters and booleans are on a 0–1 scale, so partial credit fails unless a
+score that decides pass/fail is the user's `--main-metric`, else the first score the log's
+results report, else the first scorer a sample has; a dict-valued scorer is reported by Inspect
+per field (`_Judged`). Score values map to numbers as Inspect's own `value_to_float` does (so a
+run's mean score is the `accuracy` its header reports, which is checked): C=1, P=0.5, I=0, N (no
+answer)=0, yes/true=1, no/false=0, numeric text as the number. Any other value (text Inspect
+would warn about and count as 0, a dict, a list) refuses the ingest with what to do, never 0.
+Letters and booleans are on a 0–1 scale, so partial credit fails the analysis threshold unless a
 threshold says otherwise; booleans decide directly; numeric scorers are on 0–1 when the header
 reports their accuracy, else on the registry's scale for the scorer, else the user's --scale.
+Task arguments, the solver plan and `eval.created` say what the run is one of (`_identity_settings`).
 Logs in format version 1 and logs an R writer boxed into one-element lists are read too
 (`_normalized`). A sample with an error is an infrastructure failure.
 Cancelled or errored runs keep the samples they have, and `runs.status` says so.
@@ -16,6 +19,7 @@ Cancelled or errored runs keep the samples they have, and `runs.status` says so.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import os
 import re
@@ -34,8 +38,9 @@ from ..jsonio import expect, load_json, parse_json
 from ..limits import ArchiveReader, Limits
 from ..names import canonical_dataset, question_hash
 from ..options import ReadOptions
-from ..passfail import HarnessAggregate, PassRule, Scale, agreement, is_finite, make_rule
+from ..passfail import HarnessAggregate, PassRule, Scale, agreement, flag, is_finite, make_rule, unreadable
 from ..records import InstanceRecord, JudgeNote, ParsedRun, PredictionRecord, Reference, RunRecord
+from ..times import log_time
 from ..transcript import Transcript
 from .inspect_steps import ignored_note, sample_steps
 from .inspect_stream import STREAM_MEMBER_BYTES, stream_sample
@@ -95,9 +100,14 @@ class _Task:
     task: Any
     dataset: str
     dataset_raw: str | None
-    scorer: str | None
+    judged: "_Judged | None"  # the score the run is judged on
     override: Any
     eval_spec: dict
+
+    @property
+    def scorer(self) -> str | None:
+        """The main metric as stored: the scorer, or scorer/field."""
+        return self.judged.name if self.judged else None
 
 
 def read_log(path: Path, options: ReadOptions) -> ParsedRun:
@@ -134,11 +144,15 @@ def _task(log: _Log, where: str, options: ReadOptions) -> _Task:
     if not log.samples:
         raise IngestError(f"{where}: no samples in the log (was it written with --no-log-samples?)")
     override = options.pass_config.for_dataset(dataset, dataset_raw)
-    scorer = override.metric or _first_scorer(log.header, log.samples)
     scorers = {name for _, s in log.samples if isinstance(s.get("scores"), dict) for name in s["scores"]}
-    if scorer and scorers and scorer not in scorers:
-        raise IngestError(f"{where}: no scorer {scorer!r} in the samples (scorers: {', '.join(sorted(scorers))})")
-    return _Task(model, task, dataset, dataset_raw, scorer, override, eval_spec)
+    judged = _judged(override.metric or _first_result(log.header, log.samples), log.header, scorers, where)
+    if judged and judged.field:
+        values = [_Judged(judged.scorer).value(s) for _, s in log.samples]
+        fields = sorted({k for v in values if isinstance(v, dict) for k in v})
+        if judged.field not in fields:
+            raise IngestError(f"{where}: no field {judged.field!r} in the values of scorer {judged.scorer!r} "
+                              f"(fields: {', '.join(fields) or 'none, its values are no dicts'})")
+    return _Task(model, task, dataset, dataset_raw, judged, override, eval_spec)
 
 
 def _instances_and_predictions(log: _Log, task: _Task) -> tuple[list[InstanceRecord], list[PredictionRecord]]:
@@ -147,7 +161,7 @@ def _instances_and_predictions(log: _Log, task: _Task) -> tuple[list[InstanceRec
     seen: set[tuple[str, int]] = set()
     for sample_where, sample in log.samples:
         try:
-            instance, prediction = _sample(sample, task.scorer, sample_where)
+            instance, prediction = _sample(sample, task.judged, sample_where)
         except ValidationError as exc:
             err = exc.errors()[0]
             raise IngestError(f"{sample_where}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
@@ -162,14 +176,12 @@ def _instances_and_predictions(log: _Log, task: _Task) -> tuple[list[InstanceRec
 
 def _scores(log: _Log, task: _Task, predictions: list[PredictionRecord]) -> tuple[PassRule, list[PredictionRecord], int]:
     """The pass rule for the scorer's values, and each unjudged prediction judged by it."""
-    scorer = task.scorer
-    raw_values = [
-        s["scores"][scorer].get("value") for _, s in log.samples
-        if scorer and isinstance(s.get("scores"), dict) and isinstance(s["scores"].get(scorer), dict)
-    ]
+    judged = task.judged
+    raw_values = [v for _, s in log.samples if not s.get("error") and (v := judged.value(s)) is not None] if judged else []
     rule = make_rule(
-        scorer, "config" if task.override.metric else "inspect scorer", task.override, lower_is_better=False,
-        scale=_value_scale(raw_values), evidence=_accuracy_scale(log.header, scorer),
+        task.scorer, "config" if task.override.metric else "inspect scorer", task.override, lower_is_better=False,
+        scale=_value_scale(raw_values), evidence=_accuracy_scale(log.header, judged.result if judged else None),
+        unreadable=unreadable(raw_values, _advice(judged, task.dataset, log), _readable) if judged else None,
     )
     n_nonfinite = sum(1 for v in raw_values if _nonfinite(v))
     predictions = [
@@ -181,9 +193,9 @@ def _scores(log: _Log, task: _Task, predictions: list[PredictionRecord]) -> tupl
 
 def _verdict(path: Path, log: _Log, task: _Task, predictions: list[PredictionRecord], rule: PassRule) -> RunRecord:
     """The run, with the harness's own aggregate checked against the verdicts."""
-    scorer, eval_spec, model = task.scorer, task.eval_spec, task.model
+    scorer, judged, eval_spec, model = task.scorer, task.judged, task.eval_spec, task.model
     scored = [p for p in predictions if not p.infra_error]
-    aggregate = _header_aggregate(log.header, scorer) if scorer else None
+    aggregate = _header_aggregate(log.header, judged.result) if judged else None
     # Inspect reports every scorer's own metrics: the judged scorer's accuracy (else mean) is its headline
     harness = agreement(
         aggregate, [p.score for p in scored if p.score is not None], len(scored),
@@ -194,7 +206,7 @@ def _verdict(path: Path, log: _Log, task: _Task, predictions: list[PredictionRec
     config = eval_spec.get("config") if isinstance(eval_spec.get("config"), dict) else {}
     settings = {
         "harness": FORMAT, "task": task.task, "task_id": eval_spec.get("task_id"), "run": eval_spec.get("run_id"),
-        "epochs": config.get("epochs"),
+        "epochs": config.get("epochs"), **_identity_settings(eval_spec, log.header),
     }
     run_key = f"{path.resolve()}|{eval_spec.get('task_id')}|{eval_spec.get('run_id')}"
     return RunRecord(
@@ -214,6 +226,7 @@ def _verdict(path: Path, log: _Log, task: _Task, predictions: list[PredictionRec
         settings={k: v for k, v in settings.items() if v is not None},
         instructions=common(system_text(s.get("messages")) for _, s in log.samples),
         max_tokens=_max_tokens(log.header),
+        started_at=log_time(eval_spec.get("created")),
         **harness,
     )
 
@@ -221,7 +234,7 @@ def _verdict(path: Path, log: _Log, task: _Task, predictions: list[PredictionRec
 def _value_scale(values: list) -> tuple[float, float, str] | None:
     """0–1 when the scorer speaks Inspect's letters or booleans (C is 1.0, correct); numbers alone
     say nothing of their scale."""
-    words = [v for v in values if isinstance(v, bool) or (isinstance(v, str) and not _numeric_text(v))]
+    words = [v for v in values if isinstance(v, bool) or (isinstance(v, str) and not _numeric_text(v) and _readable(v))]
     if not words:
         return None
     return 0.0, 1.0, "binary" if all(v in ("C", "I", True, False) for v in values) else "inspect value_to_float"
@@ -236,6 +249,41 @@ def _accuracy_scale(header: dict, scorer: str | None) -> list[Scale]:
         if isinstance(metrics, dict) and "accuracy" in metrics:
             return [Scale(0.0, 1.0, "inspect accuracy", f"the log's accuracy metric for {scorer} (0–1 correctness)")]
     return []
+
+
+# ---------------------------------------------------------------- what the run is one of
+
+# Task arguments that shape the prompt (inspect_evals' cot, fewshot, prompt templates); the
+# others pick the data (subjects, language, subset, ...).
+PROMPT_ARG = re.compile(r"chain_of_thought|(^|_)cot($|_)|few_?shot|shots?($|_)|prompt|template|instruction|system_message")
+
+
+def _identity_settings(eval_spec: dict, header: dict) -> dict:
+    """Which part of the dataset the run answers (`subset`: the task's data arguments) and how
+    the model was asked (chain of thought, shots, other prompt arguments, a short hash of the
+    solver plan), for store/runs.py `variants` and `reruns`. Reruns of a task differ in their
+    task and run ids only."""
+    args = eval_spec.get("task_args") if isinstance(eval_spec.get("task_args"), dict) else {}
+    out: dict = {}
+    data = {k: v for k, v in args.items() if not PROMPT_ARG.search(k.lower())}
+    prompt = {k: v for k, v in args.items() if PROMPT_ARG.search(k.lower())}
+    if data:
+        out["subset"] = data
+    for key in list(prompt):
+        if re.search(r"chain_of_thought|(^|_)cot($|_)", key.lower()) and isinstance(prompt[key], bool):
+            out["chain_of_thought"] = prompt.pop(key)
+        elif re.search(r"few_?shot|shots?($|_)", key.lower()) and isinstance(prompt[key], int) and not isinstance(prompt[key], bool):
+            out["n_shot"] = prompt.pop(key)
+    if prompt:
+        out["prompt_args"] = prompt
+    plan = header.get("plan") if isinstance(header.get("plan"), dict) else {}
+    steps = plan.get("steps")
+    if isinstance(steps, list) and steps:
+        text = json.dumps(steps, sort_keys=True, default=str)
+        out["prompt_template"] = hashlib.sha1(text.encode()).hexdigest()[:8]
+    return out
+
+
 # ---------------------------------------------------------------- evidence beyond the score
 
 
@@ -301,11 +349,11 @@ def _numeric_text(text: str) -> bool:
     return True
 
 
-def _header_aggregate(header: dict, scorer: str) -> HarnessAggregate | None:
-    """The header's accuracy (else mean) for the scorer, and how many samples it counts."""
+def _header_aggregate(header: dict, result: str | None) -> HarnessAggregate | None:
+    """The header's accuracy (else mean) for the judged score, and how many samples it counts."""
     results = header.get("results") if isinstance(header.get("results"), dict) else {}
     for score in results.get("scores") or []:
-        if not isinstance(score, dict) or score.get("name") != scorer:
+        if not isinstance(score, dict) or result is None or score.get("name") != result:
             continue
         metrics = score.get("metrics") if isinstance(score.get("metrics"), dict) else {}
         for name in ("accuracy", "mean"):
@@ -314,7 +362,7 @@ def _header_aggregate(header: dict, scorer: str) -> HarnessAggregate | None:
             if is_finite(value):
                 n = results.get("completed_samples", results.get("total_samples"))
                 # logs written by other tools may report a 0–1 scorer's accuracy as a percentage
-                return HarnessAggregate(f"{scorer}/{name}", None, float(value), n if isinstance(n, int) else None,
+                return HarnessAggregate(f"{result}/{name}", None, float(value), n if isinstance(n, int) else None,
                                         may_be_percent=True)
     return None
 
@@ -453,9 +501,10 @@ def _read_json_log(path: Path) -> _Log:
     return _Log(header, samples, hasher.hexdigest(), transcript, ignored)
 
 
-def _first_scorer(header: dict, samples: list[tuple[str, dict]]) -> str | None:
-    for score in (header.get("results") or {}).get("scores") or []:
-        if isinstance(score, dict) and isinstance(score.get("name"), str):
+def _first_result(header: dict, samples: list[tuple[str, dict]]) -> str | None:
+    """The headline: the first score the header's results report, else the first scorer a sample has."""
+    for score in _results(header):
+        if isinstance(score.get("name"), str):
             return score["name"]
     for _, sample in samples:
         if isinstance(sample.get("scores"), dict) and sample["scores"]:
@@ -463,7 +512,82 @@ def _first_scorer(header: dict, samples: list[tuple[str, dict]]) -> str | None:
     return None
 
 
-def _sample(sample: dict, scorer: str | None, where: str) -> tuple[InstanceRecord, PredictionRecord]:
+def _results(header: dict) -> list[dict]:
+    results = header.get("results") if isinstance(header.get("results"), dict) else {}
+    return [s for s in results.get("scores") or [] if isinstance(s, dict)]
+
+
+@dataclass(frozen=True)
+class _Judged:
+    """The score a run is judged on: a scorer's value, or one field of a scorer's dict value.
+    Inspect reports a dict-valued scorer's metrics per field (an EvalScore named by the field,
+    whose `scorer` is the scorer), so a field the header reports is a documented score."""
+
+    scorer: str
+    field: str | None = None
+    result: str | None = None  # the header's name for it (the field for a documented one)
+
+    @property
+    def name(self) -> str:
+        """The main metric as stored: the scorer, or scorer/field."""
+        return f"{self.scorer}/{self.field}" if self.field else self.scorer
+
+    def value(self, sample: dict) -> Any:
+        scores = sample.get("scores") if isinstance(sample.get("scores"), dict) else {}
+        score = scores.get(self.scorer)
+        value = score.get("value") if isinstance(score, dict) else None
+        if self.field is None:
+            return value
+        return value.get(self.field) if isinstance(value, dict) else value
+
+
+def _judged(metric: str | None, header: dict, scorers: set[str], where: str) -> _Judged | None:
+    """What `metric` (the user's --main-metric, else the headline) names: a scorer of the
+    samples, a score the header reports (a dict field, under its scorer), or SCORER/FIELD."""
+    if metric is None:
+        return None
+    if metric in scorers or not scorers:
+        return _Judged(metric, result=metric)
+    for score in _results(header):
+        scorer = score.get("scorer") if isinstance(score.get("scorer"), str) else score.get("name")
+        if score.get("name") == metric and scorer in scorers:
+            return _Judged(scorer, None if scorer == metric else metric, metric)
+    head, _, tail = metric.partition("/")
+    if head in scorers and tail:
+        return _Judged(head, tail, next((s.get("name") for s in _results(header)
+                                         if s.get("scorer") == head and s.get("name") == tail), None))
+    fields = sorted({f"{s.get('scorer')}/{s.get('name')}" for s in _results(header)
+                     if s.get("scorer") in scorers and s.get("name") != s.get("scorer")})
+    also = f"; fields the log reports: {', '.join(fields)}" if fields else ""
+    raise IngestError(f"{where}: no scorer {metric!r} in the samples (scorers: {', '.join(sorted(scorers))}{also})")
+
+
+def _readable(value: Any) -> bool:
+    """Whether Inspect's value_to_float reads the value as a score rather than as its fallback 0."""
+    return _as_float(value) is not None or _nonfinite(value)
+
+
+def _advice(judged: _Judged, dataset: str, log: _Log) -> str:
+    """What to do about a judged score whose values are not numbers."""
+    example = next((v for _, s in log.samples if not _readable(v := judged.value(s))), None)
+    if isinstance(example, dict):
+        fields = [k for k, v in example.items() if _readable(v)]
+        if fields:
+            return (f"The log reports no metric for a field of {judged.scorer}'s dicts: name the field that holds "
+                    f"the score with {flag('--main-metric', dataset, f'{judged.scorer}/FIELD')} "
+                    f"(fields with numbers: {', '.join(fields)})")
+    numeric = sorted(
+        name for name in {n for _, s in log.samples if isinstance(s.get("scores"), dict) for n in s["scores"]}
+        if name != judged.scorer and all(_readable(v) for _, s in log.samples
+                                         if (v := _Judged(name).value(s)) is not None)
+    )
+    other = (f"Judge on another scorer with {flag('--main-metric', dataset, 'NAME')} (scorers with numbers here: "
+             f"{', '.join(numeric)}), or t" if numeric else "T")
+    return (f"{other}urn its values into numbers in a table of your own (JSONL or CSV, one row per sample) and "
+            f"load that with --map score=COLUMN and {flag('--scale', dataset, 'LOW:HIGH')}")
+
+
+def _sample(sample: dict, judged: "_Judged | None", where: str) -> tuple[InstanceRecord, PredictionRecord]:
     attachments = sample.get("attachments") if isinstance(sample.get("attachments"), dict) else {}
     # only the fields read: events repeat the whole conversation and are large
     sample = {k: _resolve_attachments(sample.get(k), attachments) for k in READ_FIELDS}
@@ -476,9 +600,9 @@ def _sample(sample: dict, scorer: str | None, where: str) -> tuple[InstanceRecor
         raise IngestError(f"{where}: epoch {epoch!r} is not a positive integer")
     instance = _instance(sample, instance_id, where)
     scores = sample.get("scores") if isinstance(sample.get("scores"), dict) else {}
-    metrics = {name: v for name, s in scores.items() if (v := _score_value(s)) is not None}
-    main = scores.get(scorer) if scorer else None
-    value = main.get("value") if isinstance(main, dict) else None
+    metrics = _metrics(scores)
+    main = scores.get(judged.scorer) if judged else None
+    value = judged.value(sample) if judged else None
     error = sample.get("error")
     output, thinking = _output(sample.get("output"))
     finish_reason, output_tokens = _finish(sample.get("output"))
@@ -590,8 +714,14 @@ def _output(output: Any) -> tuple[str | None, str | None]:
     return (completion if isinstance(completion, str) else text), thinking
 
 
-def _score_value(score: Any) -> float | None:
-    return _as_float(score.get("value")) if isinstance(score, dict) else None
+def _metrics(scores: dict) -> dict[str, float]:
+    """Every scorer's value that reads as a number (a dict value's fields as SCORER/FIELD)."""
+    out = {}
+    for name, score in scores.items():
+        value = score.get("value") if isinstance(score, dict) else None
+        items = [(f"{name}/{k}", v) for k, v in value.items()] if isinstance(value, dict) else [(name, value)]
+        out.update((key, number) for key, v in items if (number := _as_float(v)) is not None)
+    return out
 
 
 def _as_float(value: Any) -> float | None:
@@ -608,14 +738,10 @@ def _as_float(value: Any) -> float | None:
         try:
             number = float(text)
         except ValueError:
-            return 0.0  # Inspect's value_to_float: any other text counts as 0
+            # Inspect's value_to_float warns and counts any other text as 0; Faultline refuses it
+            return None
         return number if math.isfinite(number) else None
-    if isinstance(value, dict):
-        # a scorer reporting several values: its first one that is a score
-        for item in value.values():
-            number = _as_float(item)
-            if number is not None:
-                return number
+    # a dict (several values) or a list is no one score: the reader asks which field
     return None
 
 

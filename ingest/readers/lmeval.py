@@ -32,6 +32,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -43,8 +44,9 @@ from ..evidence import common, positive_int, render_messages, system_text
 from ..jsonio import decode_utf8, expect, json_type, load_json, parse_json, read_bytes, try_parse
 from ..names import canonical_dataset, question_hash
 from ..options import ReadOptions
-from ..passfail import HarnessAggregate, agreement, lookup, make_rule, metric_key
+from ..passfail import HarnessAggregate, Unreadable, agreement, flag, lookup, make_rule, metric_key, unreadable
 from ..records import InstanceRecord, ParsedRun, PredictionRecord, Reference, RunRecord
+from ..times import log_time
 from ..walk import matching_files
 
 FORMAT = "lm-eval"
@@ -327,6 +329,7 @@ def _build_run(ctx: _TaskContext, filter_name: str, rows: list[tuple[str, dict]]
     rule = make_rule(
         metric, source, override, lower_is_better=ctx.lower_is_better(metric),
         scale=(0.0, 1.0, "token F1") if pairs else None,
+        unreadable=_unreadable(rows, metric, ctx.dataset) if metric else None,
     )
     n_nonfinite = sum(1 for _, row in rows if metric and _nonfinite(row.get(metric)))
     predictions = [p.model_copy(update={"is_correct": rule.judge(p.score)}) for p in predictions]
@@ -355,6 +358,7 @@ def _build_run(ctx: _TaskContext, filter_name: str, rows: list[tuple[str, dict]]
         settings={k: v for k, v in settings.items() if v is not None},
         instructions=_instructions(ctx, instances),
         max_tokens=_max_gen_toks(rows, ctx.config),
+        started_at=_started_at(ctx.samples),
         **harness,
     )
     return ParsedRun(run=run, instances=instances, predictions=predictions, n_nonfinite=n_nonfinite, rule=rule)
@@ -412,6 +416,26 @@ def _main_metric(rows: list[tuple[str, dict]], config_metrics: list[str]) -> str
             return preferred
     binary = [n for n in candidates if (info := lookup(n)) is not None and info.binary]
     return (binary or candidates)[0]
+
+
+def _started_at(samples: Path) -> datetime | None:
+    """When lm-eval wrote the samples: the (local) time stamp in the file name."""
+    match = SAMPLES_RE.match(samples.name)
+    return log_time(match["stamp"]) if match else None
+
+
+def _readable(value: Any) -> bool:
+    return _number(value) is not None or _is_pair(value)
+
+
+def _unreadable(rows: list[tuple[str, dict]], metric: str, dataset: str) -> Unreadable | None:
+    """The judged metric's values that are neither numbers nor [gold, pred] pairs: refused, never unscored in silence."""
+    values = [row[metric] for _, row in rows if row.get(metric) is not None]
+    others = sorted({k for _, row in rows[:1] for k, v in row.items()
+                     if k != metric and k not in ROW_KEYS and _readable(v)})
+    instead = (f"Judge on another metric with {flag('--main-metric', dataset, 'NAME')} (metrics with numbers in "
+               f"these rows: {', '.join(others)})" if others else "No metric of these rows holds numbers")
+    return unreadable(values, instead, _readable)
 
 
 def _nonfinite(value: Any) -> bool:

@@ -24,6 +24,7 @@ from ..jsonio import expect, load_jsonl, try_parse
 from ..options import ReadOptions
 from ..names import canonical_dataset, question_hash
 from ..records import InstanceRecord, ParsedRun, PredictionRecord, Reference, RunRecord, Skipped
+from ..times import log_time
 from ..walk import matching_files
 
 FORMAT = "openai-evals"
@@ -122,8 +123,9 @@ def read_log(path: Path, options: ReadOptions) -> ParsedRun | Skipped:
     args = eval_spec.get("args") if isinstance(eval_spec.get("args"), dict) else {}
     settings = {
         "eval_name": eval_name,
+        "subset": eval_name,  # base_eval is the dataset; eval_name picks its split and version
         "eval_class": eval_spec.get("cls"),
-        "num_few_shot": args.get("num_few_shot"),
+        "n_shot": args.get("num_few_shot"),
         "max_samples": run_config.get("max_samples"),
         "seed": run_config.get("seed"),
         "harness": "openai-evals",
@@ -152,6 +154,7 @@ def read_log(path: Path, options: ReadOptions) -> ParsedRun | Skipped:
         main_split=split,
         settings={k: v for k, v in settings.items() if v is not None},
         status="complete" if report is not None else "started",
+        started_at=log_time(spec.get("created_at")),
         instructions=common(system_text(i.input_messages) for i in instances),
         **harness,
     )

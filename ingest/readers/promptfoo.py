@@ -28,6 +28,7 @@ from ..jsonio import expect, json_type, load_json, try_parse
 from ..options import ReadOptions
 from ..names import question_hash
 from ..records import InstanceRecord, JudgeNote, ParsedRun, PredictionRecord, Reference, RunRecord
+from ..times import log_time
 from ..walk import matching_files
 
 FORMAT = "promptfoo"
@@ -127,6 +128,7 @@ def read_export(path: Path, options: ReadOptions) -> Iterator[ParsedRun]:
             settings={k: v for k, v in settings.items() if v is not None},
             instructions=common(system_text(i.input_messages) for i in instances),
             max_tokens=_max_tokens(config, provider),
+            started_at=log_time(body.get("timestamp") or metadata.get("evaluationCreatedAt")),
             **harness,
         )
         yield ParsedRun(run=run, instances=instances, predictions=predictions)
