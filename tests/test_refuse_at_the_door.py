@@ -108,7 +108,6 @@ def _lmeval(tmp_path: Path, row: dict) -> Path:
     ({"filter": ["none"]}, "filter is an array (\"['none']\"); lm-eval writes a string there"),
     ({"resps": "a"}, "resps is a string ('a'); lm-eval writes an array there"),
     ({"doc": "text"}, "doc is a string ('text'); lm-eval writes an object there"),
-    ({"acc": "yes"}, "acc is a string ('yes'), not a score (a number, true/false, or a [gold, prediction] pair)"),
     ({"acc": {"v": 1}}, "acc is an object (\"{'v': 1}\"), not a score"),
 ])
 def test_an_lmeval_sample_with_wrong_typed_fields_is_refused_with_its_line(tmp_path, row, message):
@@ -116,6 +115,18 @@ def test_an_lmeval_sample_with_wrong_typed_fields_is_refused_with_its_line(tmp_p
     r = run_module("ingest", path, "--db", tmp_path / "s.duckdb")
     assert r.returncode == 2, r.stdout
     assert r.stderr.startswith(f"error: {path}:2: {message}"), r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "s.duckdb").exists()
+
+
+def test_an_lmeval_metric_of_text_is_refused_once_for_its_metric_with_an_example(tmp_path):
+    """Text is a value of the right JSON type that is no number: the verdict rule refuses the
+    judged metric once, naming the file, the metric and an example (never a score of 0)."""
+    path = _lmeval(tmp_path, {"acc": "yes"})
+    r = run_module("ingest", path, "--db", tmp_path / "s.duckdb")
+    assert r.returncode == 2, r.stdout
+    assert r.stderr.startswith("error: no verdicts from scores that are not numbers (Faultline never takes them as 0):\n"
+                               f"  arc_easy: acc ({path}): 1 of 2 values are text Faultline cannot read as a number, "
+                               'e.g. "yes".'), r.stderr
     assert "Traceback" not in r.stderr and not (tmp_path / "s.duckdb").exists()
 
 

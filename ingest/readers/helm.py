@@ -146,6 +146,7 @@ class _RunFiles:
     merged_stats: dict
     prompts: dict
     finishes: dict
+    started_at: datetime | None  # when the run's first request was made, where the log says
 
 
 @dataclass(frozen=True)
@@ -160,6 +161,7 @@ class _Identity:
     dataset_raw: str
     domain: str | None
     qualifier: str
+    scenario_args: dict
 
 
 @dataclass(frozen=True)
@@ -230,6 +232,7 @@ def _load_run(run_dir: Path) -> _RunFiles:
         merged_stats=merged_stats,
         prompts=_request_prompts(run_dir / "display_requests.json", state, hasher),
         finishes=_finish_reasons(state),
+        started_at=_started_at(state),
     )
 
 
@@ -252,6 +255,7 @@ def _identity(files: _RunFiles, options: ReadOptions) -> _Identity:
         domain=_domain(scenario_args, groups, dataset),
         # HELM restarts instance ids per scenario variant: qualify them with what tells variants apart
         qualifier="/".join(str(v) for v in scenario_args.values() if isinstance(v, (str, int, float))),
+        scenario_args=scenario_args,
     )
 
 
@@ -408,7 +412,7 @@ def _verdict(files: _RunFiles, ident: _Identity, instances: list[InstanceRecord]
         "n_shot": adapter.get("max_train_instances"),
         "num_trials": adapter.get("num_train_trials"),
         "model_deployment": adapter.get("model_deployment"),
-        **identity_settings(scenario_args, adapter),
+        **identity_settings(ident.scenario_args, adapter),
     }
     return RunRecord(
         run_id=hashlib.sha1(f"{FORMAT}|{suite_dir}|{run_name}".encode()).hexdigest()[:16],
@@ -432,7 +436,7 @@ def _verdict(files: _RunFiles, ident: _Identity, instances: list[InstanceRecord]
         settings={k: v for k, v in settings.items() if v is not None},
         instructions=helm_instructions(adapter),
         max_tokens=positive_int(adapter.get("max_tokens")),
-        started_at=_started_at(state),
+        started_at=files.started_at,
         **harness,
     )
 

@@ -189,8 +189,11 @@ def _check_score(value: Any, metric: str, where: str) -> None:
     """A metric value lm-eval writes: a number, true/false, null, or a [gold, prediction] pair."""
     if value is None or _is_pair(value) or (_number(value) is not None and not isinstance(value, str)):
         return
-    if isinstance(value, str) and _number(value) is not None:
-        return  # lm-eval's own spelling of non-finite values ("Infinity", "NaN")
+    if isinstance(value, str):
+        # numeric text is lm-eval's own spelling of non-finite values ("Infinity", "NaN"); other
+        # text is a value of the right type that is no number: if the run is judged on its
+        # metric, the verdict rule refuses it once, per metric, with what to do (passfail.unreadable)
+        return
     raise IngestError(f"{where}: {metric} is {json_type(value)} ({str(value)[:60]!r}), not a score "
                       "(a number, true/false, or a [gold, prediction] pair)")
 
