@@ -3,7 +3,6 @@ check, counts and when each was ingested."""
 
 import ui.preload  # noqa: F401  (first: the heavy libraries once, in one order; see ui/preload.py)
 
-import polars as pl
 import streamlit as st
 
 import ui
@@ -33,7 +32,7 @@ if not_compared.height:
     st.caption(f"{fmt.plural(not_compared.height, 'run')} could not be compared with the harness's own number; "
                "the harness check column says why.")
 # an empty text cell (no domain, no variant) reads as a dash, not as Python's None
-shown = columns.words(runs, "harness_agrees").with_columns(pl.col(pl.String).fill_null("—"))
+shown = columns.runs_table(runs)
 st.dataframe(shown, hide_index=True, column_config=columns.config(
     shown.columns, harness_note=st.column_config.TextColumn("Harness check", width="large"),
     file=st.column_config.TextColumn("File", width="medium")))
@@ -44,7 +43,9 @@ if impossible.height:
                "--scale DATASET=LOW:HIGH or --pass-threshold DATASET=X.")
     st.dataframe(impossible, hide_index=True, column_config=columns.config(impossible.columns))
 where = "" if ui.read_only() else " or above" if ui.is_demo() else " or below"
-st.caption("Model is the log's model name, plus “ · variant” when the model has several runs on a "
+st.caption("Failures are counted by the pass rule each run was ingested with (its Pass/fail rule column); "
+           "a threshold moved in the sidebar re-judges the other pages, not this table. "
+           "Model is the log's model name, plus “ · variant” when the model has several runs on a "
            "dataset that differ in settings (or come from different logs): each is its own model on "
            "every page. Pages count each run's main split unless the Split filter says otherwise. "
            "Add more with python -m ingest PATH" + where + "; re-ingesting a log replaces its run.")

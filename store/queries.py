@@ -292,6 +292,29 @@ def failures_at(con, lines: dict[str, list[float]], models=None, domains=None,
     )
 
 
+def moved_verdicts(con, thresholds: dict[str, float], models=None, datasets=None, domains=None,
+                   split: str = MAIN_SPLIT) -> pl.DataFrame:
+    """Per dataset with a moved threshold: outcomes that fail under it but passed as ingested
+    (`newly_failing`: no analysis can exist for them yet) and outcomes that pass under it but
+    failed as ingested (`newly_passing`: their labels are set aside, not deleted)."""
+    moved = [d for d in thresholds if not datasets or d in datasets]
+    if not moved:
+        return pl.DataFrame(schema={"dataset": pl.String, "newly_failing": pl.Int64, "newly_passing": pl.Int64})
+    where, params = _filter_sql(models, moved, domains)
+    part, extra = _split_sql(split)
+    verdict, verdict_params = _verdict_sql(thresholds, "is_correct")
+    return _frame(
+        con,
+        f"""
+        SELECT dataset, count(*) FILTER (WHERE is_correct AND NOT now) AS newly_failing,
+               count(*) FILTER (WHERE NOT is_correct AND now) AS newly_passing
+        FROM (SELECT dataset, is_correct, {verdict} AS now FROM latest_outcomes WHERE true {where}{part})
+        GROUP BY dataset ORDER BY dataset
+        """,
+        verdict_params + params + extra,
+    )
+
+
 def analysts(con, models=None, datasets=None, domains=None, split: str = MAIN_SPLIT,
              thresholds: dict[str, float] | None = None) -> pl.DataFrame:
     """Per analyst: analysed failures among the models' outcomes, how many have a category, and
@@ -662,7 +685,8 @@ def runs(con, models=None, datasets=None, domains=None) -> pl.DataFrame:
         con,
         f"""
         SELECT {model_key_sql("r")} AS model, dataset, domain, variant, source_format,
-               regexp_extract(source_path, '[^/\\\\]*$') AS file, main_split, main_metric, headline_metric,
+               regexp_extract(source_path, '[^/\\\\]*$') AS file, main_split, main_metric, metric_min, metric_max,
+               headline_metric,
                harness_agrees, harness_note, verdict_rule, n_predictions, n_failures, n_infra_errors, settings,
                harness_metric, harness_split, harness_value, harness_n, suite, run_name, run_id,
                ingested_at

@@ -1,0 +1,99 @@
+"""A model's result on a dataset, the way every page says it: the harness's own number with
+its interval, and apart, for a continuous metric, the failures under the analysis threshold with
+the rule beside it; the failures at 0.5, 0.7 and 0.9 of the range; what moving a threshold did."""
+
+from __future__ import annotations
+
+import polars as pl
+import streamlit as st
+
+import stats
+from stats import fmt
+from stats.headline import SENSITIVITY, is_continuous
+from store import queries as q
+
+from .data import load
+from .text import md
+
+CHANGE_IT = "change it under **Analysis threshold** in the sidebar"
+
+
+def results_caption(group: pl.DataFrame) -> None:
+    """Under a dataset's chart: which number it is, how its interval is made, and for a
+    continuous metric the analysis threshold's rule; notes where a number is not the headline."""
+    rows = group.to_dicts()
+    first = rows[0]
+    interval = {"Wilson": "Wilson 95% interval", "t": "Student t 95% interval",
+                "t over domains": "95% t interval of a mean of domain means (stratified standard error)"}
+    what = first["headline_of"] or "no single headline"
+    scale = "" if first["headline_as_rate"] else f" on {fmt.span(first['scale_min'], first['scale_max'])}"
+    parts = [f"The harness's number: {md(what)}{scale}"
+             + (f", {interval.get(first['headline_interval'], first['headline_interval'])}"
+                if first["headline_interval"] else "") + "."]
+    rules = list(dict.fromkeys(r["analysis_rule"] for r in rows if is_continuous(r)))
+    if rules:
+        parts.append("Analysis threshold — " + "; ".join(md(rule) for rule in rules) + f"; {CHANGE_IT}.")
+    st.caption(" ".join(parts))
+    for r in rows:
+        if r["headline_note"]:
+            st.caption(f":material/info: {md(r['model'])}: {md(r['headline_note'], 1000)}.")
+
+
+def sensitivity_strip(acc: pl.DataFrame, f) -> None:
+    """For each dataset on a continuous metric: each model's failures if the threshold sat at
+    0.5, 0.7 or 0.9 of the metric's range (and at the line in use, when it is none of those)."""
+    continuous = acc.filter(pl.col("accuracy").is_null() & pl.col("analysis_threshold").is_not_null())
+    if continuous.is_empty():
+        return
+    rules = load(stats.dataset_rules)
+    lines: dict[str, list[float]] = {}
+    for (dataset,), group in continuous.group_by("dataset", maintain_order=True):
+        rule = rules.get(dataset)
+        if rule is None or not rule.movable:
+            continue
+        values = [rule.line(share) for share in SENSITIVITY]
+        current = group["analysis_threshold"][0]
+        lines[dataset] = values + ([current] if all(abs(current - v) > 1e-9 for v in values) else [])
+    if not lines:
+        return
+    counts = load(q.failures_at, lines=lines, models=f.models or None, domains=f.domains, split=f.split)
+    shown = set(continuous["model"])
+    st.markdown("**Failures at other thresholds** (continuous metrics)")
+    rows = []
+    for (dataset, model), group in counts.filter(pl.col("model").is_in(list(shown))).group_by(
+            "dataset", "model", maintain_order=True):
+        rule = rules[dataset]
+        row = {"dataset": dataset, "model": model}
+        for line, n, failed in group.select("line", "n", "failures").iter_rows():
+            share = fmt.relative(line, rule.low, rule.high, rule.lower_is_better)
+            in_use = abs(line - continuous.filter((pl.col("dataset") == dataset) & (pl.col("model") == model))[
+                "analysis_threshold"][0]) < 1e-9
+            label = f"{fmt.number(line)} ({share:g} of range{', in use' if in_use else ''})"
+            row[label] = f"{fmt.count(failed)} ({fmt.pct(failed / n if n else None)})"
+        rows.append(row)
+    for (dataset,), part in pl.DataFrame(rows).group_by("dataset", maintain_order=True):
+        part = part.select(pl.exclude(c for c in part.columns if part[c].is_null().all()))
+        st.dataframe(part, hide_index=True, column_config={"dataset": "Dataset", "model": "Model"})
+    st.caption("Each cell: the model's questions that would fail at that line, of those it answered "
+               "(the line in use is marked). The harness's number does not move with it; only which "
+               "predictions count as failures — and so which are analysed — does.")
+
+
+def moved_threshold_note(f) -> None:
+    """What the thresholds moved for this view did to the failures: those newly failing are not
+    analysed yet, those newly passing have their labels set aside."""
+    if not f.thresholds:
+        return
+    moved = load(q.moved_verdicts, thresholds=f.thresholds, models=f.models, datasets=f.datasets,
+                 domains=f.domains, split=f.split)
+    lines = []
+    for dataset, failing, passing in moved.iter_rows():
+        line = fmt.number(f.thresholds[dataset])
+        lines.append(f"**{md(dataset)}** at {line}: {fmt.plural(failing, 'prediction')} fail that passed as "
+                     f"ingested (not analysed yet), {fmt.plural(passing, 'prediction')} pass that failed "
+                     "(their labels are set aside, not deleted)")
+    if lines:
+        flags = " ".join(f"--pass-threshold {d}={fmt.number(v)}" for d, v in sorted(f.thresholds.items()))
+        st.info("Analysis threshold moved for this view — " + "; ".join(lines) + ". To analyse the new "
+                f"failures, re-ingest the logs with `{flags}` and run `python -m taxonomy analyze`; "
+                "analyses already made stay with their predictions.", icon=":material/tune:")
