@@ -112,7 +112,7 @@ def _accuracy(args) -> int:
             print(f"{dataset}: {rule}; change it with --threshold {dataset}=X")
     which = {q.MAIN_SPLIT: "main split of each run", q.ALL_SPLITS: "all splits"}.get(
         args.split, f"split {args.split}")
-    continuous = sum(1 for r in rows if r["accuracy"] is None and r["analysis_threshold"] is not None)
+    continuous = sum(1 for r in rows if is_continuous(r))
     print(f"accuracy of {acc['model'].n_unique()} models on {acc['dataset'].n_unique()} datasets "
           f"({which}): {len(rows)} rows, {int(acc['n'].sum()) if rows else 0} scored predictions"
           + (f", {continuous} on a continuous metric (mean score; failures under the analysis threshold "

@@ -499,8 +499,8 @@ def score_lines(d: DatasetComparison) -> list[str]:
     span = (sc.scale_min, sc.scale_max)
     out = [f"{sc.metric} (scale {fmt.span(*span)}{', lower is better' if sc.lower_is_better else ''}): "
            f"mean A {fmt.score(sc.a_mean, *span)}, B {fmt.score(sc.b_mean, *span)}, B − A "
-           f"{fmt.score(sc.mean_difference, *span)} (95% paired bootstrap "
-           f"{fmt.score_interval(sc.bootstrap_ci_low, sc.bootstrap_ci_high, *span)}, "
+           f"{fmt.signed_score(sc.mean_difference, *span)} (95% paired bootstrap "
+           f"{fmt.score_interval(sc.bootstrap_ci_low, sc.bootstrap_ci_high, *span, signed=True)}, "
            f"{fmt.count(sc.bootstrap_replicates)} resamples, seed {sc.bootstrap_seed}); Wilcoxon signed-rank "
            f"p = {fmt.p_value(sc.wilcoxon_p)} on {fmt.plural(sc.wilcoxon_n, 'non-zero difference')} "
            "(zero differences dropped)"]

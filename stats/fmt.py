@@ -188,10 +188,21 @@ def headline(v, as_rate: bool, low=None, high=None) -> str:
     return pct(v) if as_rate else f"{score(v, low, high)} of {span(low, high)}"
 
 
-def score_interval(low_v, high_v, low=None, high=None) -> str:
-    """A 95% interval of a mean score, in its units: "4.31–4.62"."""
+def signed_score(v, low=None, high=None) -> str:
+    """A difference of scores with its sign, in the metric's units: +0.12, −1.15, ±0."""
+    if _missing(v):
+        return "–"
+    text = score(abs(v), low, high)
+    return ("±" if float(text) == 0 else "+" if v > 0 else "−") + text
+
+
+def score_interval(low_v, high_v, low=None, high=None, signed: bool = False) -> str:
+    """A 95% interval of a mean score, in its units: "4.31–4.62"; of a difference, signed and
+    joined by "to": "−1.27 to −1.03"."""
     if _missing(low_v) or _missing(high_v):
         return "–"
+    if signed:
+        return f"{signed_score(low_v, low, high)} to {signed_score(high_v, low, high)}"
     return f"{score(low_v, low, high)}–{score(high_v, low, high)}"
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from ingest.passfail import RELATIVE_THRESHOLD, lookup
+from ingest.passfail import RELATIVE_THRESHOLD, is_binary_rule, lookup
 from store import queries as q
 
 from . import fmt
@@ -25,22 +25,9 @@ from .tests import mean_of_means_interval, t_interval, wilson
 # the sensitivity strip: failures and the paired result at these shares of the metric's range
 SENSITIVITY = (0.5, 0.7, 0.9)
 
-# scale sources that say a metric is 0/1 (ingest/passfail.py): its pass rule reads "pass = correct"
-_BINARY_SOURCES = {"binary", "name rule"}
 # scale sources of a mean of credit on 0–1 (Inspect's value_to_float, an Inspect accuracy): its
 # headline reads as a percentage, as Inspect's own accuracy does
 _CREDIT_SOURCES = {"inspect value_to_float", "inspect accuracy"}
-
-
-def is_binary_rule(metric: str | None, low, high, scale_source: str | None) -> bool:
-    """Whether a run's metric is 0/1 by its rule (not by its data): its verdict is "pass =
-    correct" and no threshold is the analyst's to move."""
-    if low != 0 or high != 1:
-        return False
-    if scale_source in _BINARY_SOURCES:
-        return True
-    info = lookup(metric)
-    return bool(scale_source == "registry" and info is not None and info.binary)
 
 
 def default_line(low: float, high: float, lower_is_better: bool, share: float = RELATIVE_THRESHOLD) -> float:
@@ -147,7 +134,7 @@ _COLUMNS = {
     "model": pl.String, "dataset": pl.String, "split": pl.String, "n": pl.Int64,
     "metric": pl.String, "headline_metric": pl.String, "headline": pl.Float64,
     "headline_ci_low": pl.Float64, "headline_ci_high": pl.Float64, "headline_interval": pl.String,
-    "headline_of": pl.String, "headline_as_rate": pl.Boolean, "headline_note": pl.String,
+    "headline_kind": pl.String, "headline_of": pl.String, "headline_as_rate": pl.Boolean, "headline_note": pl.String,
     "n_domains": pl.Int64, "scale_min": pl.Float64, "scale_max": pl.Float64,
     "lower_is_better": pl.Boolean, "mean_score": pl.Float64, "correct": pl.Int64,
     "accuracy": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
@@ -157,7 +144,8 @@ _COLUMNS = {
 }
 # what `stats accuracy --json` prints, in this order (the first eight are the documented contract)
 JSON_KEYS = ("model", "dataset", "split", "n", "correct", "accuracy", "ci_low", "ci_high",
-             "metric", "scale_min", "scale_max", "lower_is_better", "headline_metric", "headline",
+             "metric", "scale_min", "scale_max", "lower_is_better", "headline_metric", "headline_kind",
+             "headline_as_rate", "headline",
              "headline_ci_low", "headline_ci_high", "headline_interval", "headline_of",
              "headline_note", "mean_score", "analysis_threshold", "analysis_rule", "failures",
              "failure_rate", "failure_ci_low", "failure_ci_high")
@@ -217,6 +205,7 @@ def _group_row(key: dict, runs: list[dict], split: str, thresholds: dict[str, fl
                       _combine([(r["scored"], r["mean"] or 0.0, r["m2"] or 0.0) for r in rs]))
                   for d, rs in domains.items()}
     over_domains = len(domains) > 1 and all(r["source_format"] == "helm" for r in runs)
+    scored = sum(r["scored"] for r in runs)
     # a 0/1 metric by its rule (not by this model's data: a model that happens to score only 0
     # and 1 on a 0–1 metric reads like every other model on the dataset), whose scores are 0/1
     binary = (all(is_binary_rule(r["main_metric"], r["metric_min"], r["metric_max"], r["scale_source"])
@@ -225,8 +214,12 @@ def _group_row(key: dict, runs: list[dict], split: str, thresholds: dict[str, fl
               and all(0 < r["pass_threshold"] <= 1 for r in runs if r["pass_threshold"] is not None))
     if not thresholded and not log_verdicts:
         notes.append("some of its runs carry the log's own verdicts, others a threshold on a score")
-    kind = None if notes else ("rate" if log_verdicts or binary else "mean")
-    out = dict(key, n=n, metric=metric, headline_metric=headline_metric or (metric if kind else None),
+    # the log's own verdicts on a continuous score with a declared scale (an EEE record's
+    # is_correct beside a mean-score result): the harness's number is the mean, the verdicts the failures
+    scored_mean = (low is not None and high is not None and high > low and scored == n
+                   and sum(r["non_binary"] for r in runs) > 0)
+    kind = None if notes else "rate" if binary or (log_verdicts and not scored_mean) else "mean"
+    out = dict(key, n=n, headline_kind={"rate": "pass rate", "mean": "mean score"}.get(kind), metric=metric, headline_metric=headline_metric or (metric if kind else None),
                n_domains=len(domains), scale_min=low, scale_max=high, lower_is_better=lower,
                failures=n - passed, failure_rate=(n - passed) / n if n else math.nan)
     out["failure_ci_low"], out["failure_ci_high"] = wilson(n - passed, n)
@@ -261,12 +254,15 @@ def _group_row(key: dict, runs: list[dict], split: str, thresholds: dict[str, fl
         out["headline_as_rate"] = (low == 0 and high == 1 and (
             is_binary_rule(metric, low, high, runs[0]["scale_source"])
             or all(r["scale_source"] in _CREDIT_SOURCES for r in runs)))
-        moved = key["dataset"] in thresholds
-        line = thresholds[key["dataset"]] if moved else _one({r["pass_threshold"] for r in runs}, "thresholds", notes)
-        out["analysis_threshold"] = line
-        set_by = rule.set_by(line, moved) if rule else None
-        out["threshold_set_by"] = set_by or "ErrorMap"
-        out["analysis_rule"] = fmt.failure_rule(line, low, high, lower, set_by)
+        if log_verdicts:
+            out["analysis_rule"] = "failures: the log's own verdicts"
+        else:
+            moved = key["dataset"] in thresholds
+            line = thresholds[key["dataset"]] if moved else _one({r["pass_threshold"] for r in runs}, "thresholds", notes)
+            out["analysis_threshold"] = line
+            set_by = rule.set_by(line, moved) if rule else None
+            out["threshold_set_by"] = set_by or "ErrorMap"
+            out["analysis_rule"] = fmt.failure_rule(line, low, high, lower, set_by)
     else:
         out["analysis_rule"] = "failures: by each run's own rule"
     _harness_notes(out, runs, metric, headline_metric, over_domains, split)
@@ -355,9 +351,9 @@ def headline_interval_text(row: dict) -> str:
 
 
 def is_continuous(row: dict) -> bool:
-    """Whether the row's failure rate is a thresholded rate of a continuous metric (then it is
-    shown apart from the headline, with its rule)."""
-    return row["accuracy"] is None and row["analysis_threshold"] is not None
+    """Whether the harness's number is a mean score, so the failure rate is another number (under
+    the analysis threshold, or the log's own verdicts) shown apart with its rule."""
+    return row["headline_kind"] == "mean score"
 
 
 def unequal_questions(acc: pl.DataFrame) -> list[str]:

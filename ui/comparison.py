@@ -32,8 +32,8 @@ def per_dataset(c, acc: pl.DataFrame) -> None:
                "difference": "–", "wilcoxon": "–"}
         if d.scores is not None:
             sc, span = d.scores, (d.scores.scale_min, d.scores.scale_max)
-            row["difference"] = (f"{fmt.score(sc.mean_difference, *span)} "
-                                 f"({fmt.score_interval(sc.bootstrap_ci_low, sc.bootstrap_ci_high, *span)})")
+            row["difference"] = (f"{fmt.signed_score(sc.mean_difference, *span)} "
+                                 f"({fmt.score_interval(sc.bootstrap_ci_low, sc.bootstrap_ci_high, *span, signed=True)})")
             row["wilcoxon"] = f"{fmt.p_value(sc.wilcoxon_p)} (n = {fmt.count(sc.wilcoxon_n)})"
         rows.append(row)
     frame = pl.DataFrame(rows)

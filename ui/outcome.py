@@ -22,7 +22,7 @@ def verdict_block(row: dict) -> None:
     word = verdict(row)
     colour = {"passed": "green", "failed": "red"}.get(word, "gray")
     st.markdown(f"**{md(row['model'])}** — :{colour}[{word}]")
-    from stats.headline import is_binary_rule
+    from ingest.passfail import is_binary_rule
 
     metric = row.get("main_metric")
     low, high = row.get("metric_min"), row.get("metric_max")

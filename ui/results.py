@@ -42,7 +42,7 @@ def results_caption(group: pl.DataFrame) -> None:
 def sensitivity_strip(acc: pl.DataFrame, f) -> None:
     """For each dataset on a continuous metric: each model's failures if the threshold sat at
     0.5, 0.7 or 0.9 of the metric's range (and at the line in use, when it is none of those)."""
-    continuous = acc.filter(pl.col("accuracy").is_null() & pl.col("analysis_threshold").is_not_null())
+    continuous = acc.filter((pl.col("headline_kind") == "mean score") & pl.col("analysis_threshold").is_not_null())
     if continuous.is_empty():
         return
     rules = load(stats.dataset_rules)
@@ -72,7 +72,7 @@ def sensitivity_strip(acc: pl.DataFrame, f) -> None:
             row[label] = f"{fmt.count(failed)} ({fmt.pct(failed / n if n else None)})"
         rows.append(row)
     for (dataset,), part in pl.DataFrame(rows).group_by("dataset", maintain_order=True):
-        part = part.select(pl.exclude(c for c in part.columns if part[c].is_null().all()))
+        part = part.select([c for c in part.columns if not part[c].is_null().all()])
         st.dataframe(part, hide_index=True, column_config={"dataset": "Dataset", "model": "Model"})
     st.caption("Each cell: the model's questions that would fail at that line, of those it answered "
                "(the line in use is marked). The harness's number does not move with it; only which "
