@@ -95,7 +95,7 @@ def _accuracy(args) -> int:
                              split=args.split, thresholds=thresholds)
     rows = accuracy_rows(acc)
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
     else:
         _table(["model", "dataset", "split", "n", "harness's number", "95% CI", "interval",
                 "failures under the analysis threshold"],
@@ -163,7 +163,7 @@ def _compare(args) -> int:
         result = compare(con, args.a, args.b, args.datasets, args.domains, args.analyst, args.split,
                          thresholds=thresholds, unpaired=args.unpaired)
     if args.json:
-        print(json.dumps(result.to_json(), indent=2))
+        print(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
     else:
         _print_table(result)
     summary_to = sys.stderr if args.json else sys.stdout

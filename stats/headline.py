@@ -295,6 +295,16 @@ def _harness_notes(out: dict, runs: list[dict], metric, headline_metric, over_do
                    headline_interval=None, headline_of="the log's own corpus-level aggregate" if len(runs) == 1 else None)
         notes.append(f"the harness computes {corpus[0]['harness_metric']} over the corpus; the mean of "
                      f"per-question scores ({fmt.number(out.get('mean_score'))}) only decides which predictions fail")
+    if len(runs) == 1 and runs[0]["harness_agrees"] and runs[0]["harness_metric"] == metric \
+            and out.get("headline") is not None and split in (q.MAIN_SPLIT, runs[0]["main_split"]):
+        # the log agrees over every prediction, yet one outcome per question is counted here: repeated
+        # trials (Inspect epochs) average differently than their first
+        value, mine = runs[0]["harness_value"], out["headline"]
+        tolerance = 1e-9 * max(1, out["n"])
+        if value is not None and math.isfinite(value) and abs(value - mine) > tolerance \
+                and abs(value - 100 * mine) > 100 * tolerance:
+            notes.append(f"the log's own number is {fmt.number(value)}, over every trial; this counts the "
+                         "latest outcome of each question (its first trial)")
     differ = sum(1 for r in runs if r["harness_agrees"] is False)
     if differ and not (headline_metric and metric and headline_metric != metric):
         notes.append(f"{differ} of its runs differ from their log's own number (see the data page)")

@@ -468,3 +468,28 @@ def test_mmlu_compare_is_unchanged_by_pairing_error_types(mmlu_db, capsys):
     assert main(["compare", a, b, "--db", str(mmlu_db), "--json", "--unpaired"]) == 0
     unpaired = json.loads(capsys.readouterr().out)
     assert paired["categories"] == unpaired["categories"] and paired["mixes_differ"] is False
+
+
+def test_inspect_partial_credit_mean_is_the_headline(tmp_path, tmp_db, capsys):
+    """C 1, P 0.5, I 0 (Inspect's value_to_float): the harness's accuracy is the mean credit,
+    15.5 of 26 = 59.6%; the 50.0% that pass ErrorMap's 0.7 line are the failures, apart."""
+    import zipfile
+
+    values = ["C"] * 13 + ["P"] * 5 + ["I"] * 8
+    header = {"version": 2, "status": "success",
+              "eval": {"task": "toy", "task_id": "T1", "run_id": "R1", "model": "m/one"},
+              "results": {"total_samples": 26, "completed_samples": 26,
+                          "scores": [{"name": "grader", "metrics": {"accuracy": {"name": "accuracy", "value": 15.5 / 26}}}]}}
+    log = tmp_path / "toy.eval"
+    with zipfile.ZipFile(log, "w") as archive:
+        archive.writestr("header.json", json.dumps(header))
+        for i, v in enumerate(values):
+            archive.writestr(f"samples/{i}_epoch_1.json", json.dumps({
+                "id": i, "epoch": 1, "input": f"question {i}", "target": "x",
+                "output": {"completion": f"answer {i}"}, "scores": {"grader": {"value": v}}}))
+    ingest_paths([log], db=tmp_db)
+    row = rows_by(tmp_db)[("m/one", "toy")]
+    assert row["headline"] == 15.5 / 26 and row["headline_kind"] == "mean score"
+    assert stats.headline.headline_text(row) == "59.6%"
+    assert (row["failures"], row["failure_rate"], row["accuracy"]) == (13, 0.5, None)
+    assert row["analysis_rule"] == "failures: score < 0.7 of 0–1 — ErrorMap's 0.7 of the range"
