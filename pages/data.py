@@ -21,7 +21,7 @@ checked = runs.filter(runs["harness_agrees"].is_not_null())
 differ = checked.filter(~checked["harness_agrees"])
 if checked.height:
     st.write(f"Harness check: {checked.height - differ.height:,} of {fmt.plural(checked.height, 'run')} with their "
-             f"own headline agree with Faultline's recomputed rate"
+             f"own headline agree with Faultline's number recomputed from the scores"
              + (f"; {differ.height:,} differ (see the harness check column)." if differ.height else "."))
 off_headline = runs.filter(runs["headline_metric"].is_not_null() & (runs["main_metric"] != runs["headline_metric"]))
 if off_headline.height:

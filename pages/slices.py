@@ -31,8 +31,7 @@ for by, label in (("dataset", "By dataset"), ("domain", "By domain (e.g. MMLU su
         if not results.is_empty():
             table = columns.results_table(results).drop("model")
             st.dataframe(table, hide_index=True, column_config=columns.config(table.columns))
-            for (dataset,), group in results.group_by("dataset", maintain_order=True):
-                ui.results_caption(group)
+            ui.rules_caption(results)
     errors, apart = columns.split_error_types(slices[by].filter(slices[by]["model"] == model))
     if errors.is_empty() and apart.is_empty():
         st.info("No failures classified by this analyst match these filters.")

@@ -417,24 +417,27 @@ def test_overview_and_compare_pages_on_the_jury_and_lite_suites(both_db, monkeyp
     at.run()
     assert not at.exception
     table = next(d.value for d in at.dataframe if "harness" in d.value.columns)
-    got = {(r.model, r.dataset): (r.harness, r.failure_rate) for r in table.itertuples()}
-    assert got[(A, "aci_bench")] == ("4.48 of 1–5", "2.5%")
-    assert got[(A, "wmt_14")] == ("0.037 of 0–1", "100.0%")
+    got = {(r.model, r.dataset): (r.harness, r.harness_ci, r.threshold_failures) for r in table.itertuples()}
+    assert got[(A, "aci_bench")] == ("4.48 of 1–5", "4.35–4.62 (t)", "1 (2.5%)")
+    assert got[(A, "med_dialog")][1].endswith("(t by domain)")
+    assert got[(A, "wmt_14")] == ("0.037 of 0–1", "0.027–0.047 (t)", "30 (100.0%)")
     assert "97.5%" not in json.dumps([d.value.to_dict() for d in at.dataframe])
     assert any(md("failures: score < 3.8 of 1–5 — ErrorMap's 0.7 of the range") in c.value for c in at.caption)
     # the sensitivity strip: failures at 0.5, 0.7 and 0.9 of the range
-    strip = next(d.value for d in at.dataframe if any("of range" in c for c in d.value.columns)
-                 and set(d.value["dataset"]) == {"aci_bench"})
-    a_row = strip[strip["model"] == A].iloc[0]
-    assert a_row["3 (0.5 of range)"] == "0 (0.0%)"
-    assert a_row["3.8 (0.7 of range, in use)"] == "1 (2.5%)"
-    assert a_row["4.6 (0.9 of range)"] == f"{sum(s < 4.6 for s in ACI[A])} ({fmt.pct(sum(s < 4.6 for s in ACI[A]) / 40)})"
+    strip = next(d.value for d in at.dataframe if "at 0.7" in d.value.columns)
+    a_row = strip[(strip["model"] == A) & (strip["dataset"] == "aci_bench")].iloc[0]
+    assert a_row["lines"] == "< 3 · < 3.8 · < 4.6"
+    assert (a_row["at 0.5"], a_row["at 0.7"]) == ("0 (0.0%)", "1 (2.5%) ◀")
+    assert a_row["at 0.9"] == f"{sum(s < 4.6 for s in ACI[A])} ({fmt.pct(sum(s < 4.6 for s in ACI[A]) / 40)})"
     # moving the knob: the URL keeps it, the failures follow, the harness's number does not move
     at.number_input(key="threshold:aci_bench").set_value(4.5).run()
     assert at.query_params["threshold"] == "aci_bench:4.5"
     table = next(d.value for d in at.dataframe if "harness" in d.value.columns)
     row = table[(table["model"] == A) & (table["dataset"] == "aci_bench")].iloc[0]
-    assert (row["harness"], row["threshold_failures"], row["failure_rate"]) == ("4.48 of 1–5", 20, "50.0%")
+    assert (row["harness"], row["threshold_failures"]) == ("4.48 of 1–5", "20 (50.0%)")
+    strip = next(d.value for d in at.dataframe if "at 0.7" in d.value.columns)
+    a_row = strip[(strip["model"] == A) & (strip["dataset"] == "aci_bench")].iloc[0]
+    assert (a_row["lines"], a_row["moved"]) == ("< 3 · < 3.8 · < 4.6 · < 4.5", "20 (50.0%) ◀")
     assert "threshold=aci_bench%3A4.5" in at.code[0].value
     # a shared link reproduces it
     again = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
@@ -447,13 +450,15 @@ def test_overview_and_compare_pages_on_the_jury_and_lite_suites(both_db, monkeyp
     page.query_params.update(a=A, b=B)
     page.run()
     assert not page.exception
-    per = next(d.value for d in page.dataframe if "wilcoxon" in d.value.columns).set_index("dataset")
+    per = next(d.value for d in page.dataframe if "a_number" in d.value.columns).set_index("dataset")
+    scores = next(d.value for d in page.dataframe if "wilcoxon" in d.value.columns).set_index("dataset")
     with store.read_connection(both_db) as con:
         c = stats.compare(con, A, B)
     for d in c.by_dataset:
-        assert per.loc[d.dataset, "wilcoxon"] == f"{fmt.p_value(d.scores.wilcoxon_p)} (n = {d.scores.wilcoxon_n})"
+        assert scores.loc[d.dataset, "wilcoxon"] == f"{fmt.p_value(d.scores.wilcoxon_p)} (n = {d.scores.wilcoxon_n})"
         assert per.loc[d.dataset, "p_text"] == fmt.p_value(d.p)
     assert per.loc["aci_bench", "a_number"] == "4.48 of 1–5"
+    assert scores.loc["aci_bench", "difference"] == "−1.15 (−1.27 to −1.03)"
 
 
 @requires_fixtures

@@ -56,7 +56,6 @@ LABELS = {
     "harness_ci": "95% interval",
     "headline_interval": "Interval",
     "threshold_failures": "Failures under the analysis threshold",
-    "failure_rate": "Failure rate (analysis threshold)",
     "headline_note": "Note",
     "output": "Output (start)",
     "reviewed": "Labels reviewed",
@@ -104,14 +103,14 @@ TEXT_NUMBERS = {
                "(a jury mean of 1–5, an F1 of 0–1), or for a dataset HELM runs domain by domain "
                "(MMLU's subjects) the mean of the domains' numbers.",
     "harness_ci": "95% interval of the harness's number: Wilson for a pass rate, Student t for a mean, "
-                  "t over domains for a mean of domains' numbers (cut at the scale's ends); whole "
-                  "percentages below 100 questions.",
+                  "t by domain for a mean of domains' numbers (stratified standard error; cut at the "
+                  "scale's ends); whole percentages below 100 questions.",
+    "threshold_failures": "The questions on the wrong side of the analysis threshold (the line that picks "
+                          "which predictions are analysed; its rule is under the chart), of those answered: "
+                          "not the harness's number. For a 0/1 metric it is one minus the pass rate.",
     "ci": "95% Wilson interval of the pooled accuracy; whole percentages below 100 questions.",
     "harness_value": "The log's own aggregate (HELM stats.json, lm-eval results, the Inspect header) in "
                      "its metric and scale, as the harness printed it.",
-    "failure_rate": "Share of the questions on the wrong side of the analysis threshold (the line "
-                    "that picks which predictions are analysed), not the harness's number; for a 0/1 "
-                    "metric it is one minus the pass rate.",
 }
 
 PERCENT_HELP = {
@@ -130,7 +129,7 @@ PERCENT_COLUMNS = {
     "recall": "Recall",
 }
 
-COUNT_COLUMNS = {"n", "correct", "threshold_failures", "count", "failures", "questions", "analysed", "classified",
+COUNT_COLUMNS = {"n", "correct", "count", "failures", "questions", "analysed", "classified",
                  "a_count", "b_count", "a_only_fail", "b_only_fail", "reviewed", "agreed",
                  "n_predictions", "n_failures", "n_infra_errors", "support", "predicted"}
 
@@ -245,43 +244,43 @@ def discordant_config(columns: list[str], a: str, b: str) -> dict:
                   open=st.column_config.LinkColumn("Details", display_text="open", width="small"))
 
 
+INTERVAL_SHORT = {"Wilson": "Wilson", "t": "t", "t over domains": "t by domain"}
+
+
 def results_table(acc: pl.DataFrame) -> pl.DataFrame:
-    """Each model's result per dataset as shown (`stats.model_accuracy` rows): the harness's
-    number and its interval in the metric's own units, and — for a continuous metric — the
-    failures under the analysis threshold apart; the pooled pass rate where HELM's mean over
-    domains differs from it. Every number is stats/fmt.py text."""
+    """Each model's result per dataset as shown (`stats.model_accuracy` rows), narrow enough for
+    a 1280 px window: the harness's number and its interval (with how it was made) in the
+    metric's own units, and — for a continuous metric — the failures under the analysis threshold
+    apart; the pooled pass rate where HELM's mean over domains differs from it. Every number is
+    stats/fmt.py text; the notes are under each dataset's chart."""
     from stats.headline import headline_interval_text, headline_text, is_continuous
 
     rows = acc.to_dicts()
     table = acc.select("model", "dataset", "n").with_columns(
         harness=pl.Series([headline_text(r) for r in rows], dtype=pl.String),
-        harness_ci=pl.Series([headline_interval_text(r) for r in rows], dtype=pl.String),
-        headline_interval=pl.Series([r["headline_interval"] or "–" for r in rows], dtype=pl.String),
-        threshold_failures=pl.Series([r["failures"] if is_continuous(r) else None for r in rows], dtype=pl.Int64),
-        failure_rate=pl.Series([fmt.pct(r["failure_rate"]) if is_continuous(r) else "same number" for r in rows],
-                               dtype=pl.String),
+        harness_ci=pl.Series([f"{headline_interval_text(r)} ({INTERVAL_SHORT.get(r['headline_interval'], '–')})"
+                              if r["headline_interval"] else "–" for r in rows], dtype=pl.String),
+        threshold_failures=pl.Series([f"{fmt.count(r['failures'])} ({fmt.pct(r['failure_rate'])})"
+                                      if is_continuous(r) else "same number" for r in rows], dtype=pl.String),
     )
     if not any(is_continuous(r) for r in rows):
-        table = table.drop("threshold_failures", "failure_rate")
-    differs = [r for r in rows if r["accuracy"] is not None and r["headline"] is not None
-               and abs(r["accuracy"] - r["headline"]) > 1e-12]
-    if differs:
+        table = table.drop("threshold_failures")
+    if any(r["accuracy"] is not None and r["headline"] is not None and abs(r["accuracy"] - r["headline"]) > 1e-12
+           for r in rows):
         table = table.with_columns(accuracy=pl.Series([fmt.pct(r["accuracy"]) for r in rows], dtype=pl.String))
-    notes = [r["headline_note"] for r in rows]
-    if any(notes):
-        table = table.with_columns(headline_note=pl.Series(notes, dtype=pl.String))
     return table
 
 
 def runs_table(runs: pl.DataFrame) -> pl.DataFrame:
     """The data page's runs as shown: the metric's scale as "1–5", the harness's own number as
     stats/fmt.py prints a score (2.2e-308 stays readable), empty text cells as a dash."""
-    return words(runs, "harness_agrees").with_columns(
-        scale=pl.Series([fmt.span(lo, hi) if hi is not None else None
-                         for lo, hi in runs.select("metric_min", "metric_max").iter_rows()], dtype=pl.String),
+    shown = words(runs, "harness_agrees").with_columns(
+        metric_min=pl.Series([fmt.span(lo, hi) if hi is not None else None
+                              for lo, hi in runs.select("metric_min", "metric_max").iter_rows()], dtype=pl.String),
         harness_value=pl.Series([None if v is None else fmt.number(v) for v in runs["harness_value"].to_list()],
                                 dtype=pl.String),
-    ).drop("metric_min", "metric_max").with_columns(pl.col(pl.String).fill_null("—"))
+    ).rename({"metric_min": "scale"}).drop("metric_max")
+    return shown.with_columns(pl.col(pl.String).fill_null("—"))
 
 
 def split_error_types(sig: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:

@@ -18,57 +18,69 @@ from .text import md
 
 
 def per_dataset(c, acc: pl.DataFrame) -> None:
-    """One row per dataset both models answered, and a sensitivity strip per continuous one."""
+    """One row per dataset both models answered (each model's own number, McNemar); for the
+    datasets on a continuous score, the tests on the scores and, folded, the sensitivity strip."""
     if not c.by_dataset:
         return
     st.subheader("Per dataset")
     own = {(r["model"], r["dataset"]): r for r in acc.iter_rows(named=True)}
-    rows = []
-    for d in c.by_dataset:
-        ra, rb = own.get((c.a, d.dataset)), own.get((c.b, d.dataset))
-        row = {"dataset": d.dataset, "n_pairs": d.n_pairs,
-               "a_number": headline_text(ra) if ra else "–", "b_number": headline_text(rb) if rb else "–",
-               "a_only_fail": d.a_only_fail, "b_only_fail": d.b_only_fail, "p_text": fmt.p_value(d.p),
-               "difference": "–", "wilcoxon": "–"}
-        if d.scores is not None:
-            sc, span = d.scores, (d.scores.scale_min, d.scores.scale_max)
-            row["difference"] = (f"{fmt.signed_score(sc.mean_difference, *span)} "
-                                 f"({fmt.score_interval(sc.bootstrap_ci_low, sc.bootstrap_ci_high, *span, signed=True)})")
-            row["wilcoxon"] = f"{fmt.p_value(sc.wilcoxon_p)} (n = {fmt.count(sc.wilcoxon_n)})"
-        rows.append(row)
-    frame = pl.DataFrame(rows)
-    if not any(d.scores for d in c.by_dataset):
-        frame = frame.drop("difference", "wilcoxon")
+    frame = pl.DataFrame([{
+        "dataset": d.dataset, "n_pairs": d.n_pairs,
+        "a_number": headline_text(own[(c.a, d.dataset)]) if (c.a, d.dataset) in own else "–",
+        "b_number": headline_text(own[(c.b, d.dataset)]) if (c.b, d.dataset) in own else "–",
+        "a_only_fail": d.a_only_fail, "b_only_fail": d.b_only_fail, "p_text": fmt.p_value(d.p),
+    } for d in c.by_dataset])
     st.dataframe(frame, hide_index=True, column_config=columns.config(
-        frame.columns, n_pairs=columns.count("Questions both answered"),
-        a_number=st.column_config.TextColumn("A: the harness's number", help=f"{c.a}, on every question it answered"),
-        b_number=st.column_config.TextColumn("B: the harness's number", help=f"{c.b}, on every question it answered"),
+        frame.columns, n_pairs=columns.count("Both answered"),
+        a_number=st.column_config.TextColumn("A's number", help=f"The harness's number for {c.a}, on every "
+                                                                "question it answered in the dataset"),
+        b_number=st.column_config.TextColumn("B's number", help=f"The harness's number for {c.b}, on every "
+                                                                "question it answered in the dataset"),
         a_only_fail=columns.count("Only A fails"), b_only_fail=columns.count("Only B fails"),
         p_text=st.column_config.TextColumn("McNemar p", alignment="right",
-                                           help="Exact McNemar test on the questions only one model fails"),
+                                           help="Exact McNemar test on the questions only one model fails")))
+    scored = [d for d in c.by_dataset if d.scores is not None]
+    if not scored:
+        return
+    st.markdown("**Scores, paired** (continuous metrics: on the scores themselves, not the thresholded verdicts)")
+    frame = pl.DataFrame([{
+        "dataset": d.dataset, "metric": f"{d.scores.metric} ({fmt.span(d.scores.scale_min, d.scores.scale_max)})",
+        "n_pairs": d.scores.n, "means": f"{_score(d, d.scores.a_mean)} vs {_score(d, d.scores.b_mean)}",
+        "difference": f"{fmt.signed_score(d.scores.mean_difference, *_span(d))} "
+                      f"({fmt.score_interval(d.scores.bootstrap_ci_low, d.scores.bootstrap_ci_high, *_span(d), signed=True)})",
+        "wilcoxon": f"{fmt.p_value(d.scores.wilcoxon_p)} (n = {fmt.count(d.scores.wilcoxon_n)})",
+    } for d in scored])
+    st.dataframe(frame, hide_index=True, column_config=columns.config(
+        frame.columns, metric=st.column_config.TextColumn("Metric (scale)"),
+        n_pairs=columns.count("Both scored"),
+        means=st.column_config.TextColumn("Mean A vs B", alignment="right"),
         difference=st.column_config.TextColumn(
-            "Mean score B − A (95% bootstrap)", alignment="right",
-            help=f"On the paired questions; a seeded paired bootstrap ({t.BOOTSTRAP_REPLICATES:,} resamples, "
-                 f"seed {t.BOOTSTRAP_SEED}), percentile interval"),
+            "B − A (95% bootstrap)", alignment="right",
+            help=f"Mean of B's score − A's on the paired questions; seeded paired bootstrap "
+                 f"({t.BOOTSTRAP_REPLICATES:,} resamples, seed {t.BOOTSTRAP_SEED}), percentile interval"),
         wilcoxon=st.column_config.TextColumn(
             "Wilcoxon p", alignment="right",
             help="Wilcoxon signed-rank test (two-sided) of the paired score differences; zero differences "
                  "are dropped, n counts those ranked")))
     st.caption("Each dataset apart: scales and difficulty differ. A's and B's numbers are each model's own "
-               "result on every question it answered in the dataset; the tests are on the questions both "
-               "answered. For a continuous metric, the difference of mean scores and the Wilcoxon test are "
-               "on the scores themselves, not on the thresholded verdicts.")
-    for d in c.by_dataset:
-        if d.sensitivity:
-            _strip(c, d)
+               "result on every question it answered; the tests are on the questions both answered.")
+    for d in scored:
+        with st.expander(f"{d.dataset}: failures and the paired result at 0.5, 0.7 and 0.9 of the range",
+                         expanded=len(scored) == 1 or d.dataset in c.thresholds):
+            _strip(d)
 
 
-def _strip(c, d) -> None:
+def _span(d) -> tuple[float, float]:
+    return d.scores.scale_min, d.scores.scale_max
+
+
+def _score(d, v) -> str:
+    return fmt.score(v, *_span(d))
+
+
+def _strip(d) -> None:
     """The paired result if the analysis threshold sat at 0.5, 0.7 or 0.9 of the range."""
     sc = d.scores
-    st.markdown(f"**{md(d.dataset)}: failures and the paired result at other thresholds** "
-                f"({md(sc.metric)}, {fmt.span(sc.scale_min, sc.scale_max)})")
-    in_use = c.thresholds.get(d.dataset)
     frame = pl.DataFrame([{
         "line": f"{'>' if sc.lower_is_better else '<'} {fmt.number(x.line)}"
                 + (f" ({x.share:g} of range)" if x.share is not None else " (set for this view)"),
@@ -76,12 +88,10 @@ def _strip(c, d) -> None:
         "b_only_fail": x.b_only_fail, "p_text": fmt.p_value(x.p),
     } for x in d.sensitivity])
     st.dataframe(frame, hide_index=True, column_config=columns.config(
-        frame.columns, line=st.column_config.TextColumn("Failure when the score is"),
+        frame.columns, line=st.column_config.TextColumn(f"Failure when {sc.metric} is"),
         a_failures=columns.count("A fails"), b_failures=columns.count("B fails"),
         a_only_fail=columns.count("Only A fails"), b_only_fail=columns.count("Only B fails"),
         p_text=st.column_config.TextColumn("McNemar p", alignment="right")))
-    if in_use is not None:
-        st.caption(f"The line in use on this page: {fmt.number(in_use)} (set for this view).")
 
 
 def error_types_per_dataset(c) -> None:

@@ -39,6 +39,22 @@ def results_caption(group: pl.DataFrame) -> None:
             st.caption(f":material/info: {md(r['model'])}: {md(r['headline_note'], 1000)}.")
 
 
+def rules_caption(acc: pl.DataFrame) -> None:
+    """One line for several datasets: which of them are failures under which analysis threshold
+    (datasets sharing a rule named together), and the notes where a number is not the headline."""
+    rules: dict[str, list[str]] = {}
+    for r in acc.iter_rows(named=True):
+        if is_continuous(r):
+            rules.setdefault(r["analysis_rule"], []).append(r["dataset"])
+    if rules:
+        st.caption("Analysis threshold — " + "; ".join(
+            f"{', '.join(md(d) for d in dict.fromkeys(datasets))}: {md(rule)}" for rule, datasets in rules.items())
+            + f"; {CHANGE_IT}. For a 0/1 metric the failures are the questions it got wrong.")
+    for r in acc.iter_rows(named=True):
+        if r["headline_note"]:
+            st.caption(f":material/info: {md(r['model'])} on {md(r['dataset'])}: {md(r['headline_note'], 1000)}.")
+
+
 def sensitivity_strip(acc: pl.DataFrame, f) -> None:
     """For each dataset on a continuous metric: each model's failures if the threshold sat at
     0.5, 0.7 or 0.9 of the metric's range (and at the line in use, when it is none of those)."""
@@ -57,26 +73,34 @@ def sensitivity_strip(acc: pl.DataFrame, f) -> None:
     if not lines:
         return
     counts = load(q.failures_at, lines=lines, models=f.models or None, domains=f.domains, split=f.split)
-    shown = set(continuous["model"])
-    st.markdown("**Failures at other thresholds** (continuous metrics)")
+    in_use = {(r["dataset"], r["model"]): r["analysis_threshold"] for r in continuous.iter_rows(named=True)}
     rows = []
-    for (dataset, model), group in counts.filter(pl.col("model").is_in(list(shown))).group_by(
-            "dataset", "model", maintain_order=True):
+    for (dataset, model), group in counts.sort("dataset", "model").group_by("dataset", "model", maintain_order=True):
+        if (dataset, model) not in in_use:
+            continue
         rule = rules[dataset]
-        row = {"dataset": dataset, "model": model}
+        op = ">" if rule.lower_is_better else "<"
+        row = {"dataset": dataset, "lines": " · ".join(f"{op} {fmt.number(v)}" for v in lines[dataset]),
+               "model": model}
         for line, n, failed in group.select("line", "n", "failures").iter_rows():
             share = fmt.relative(line, rule.low, rule.high, rule.lower_is_better)
-            in_use = abs(line - continuous.filter((pl.col("dataset") == dataset) & (pl.col("model") == model))[
-                "analysis_threshold"][0]) < 1e-9
-            label = f"{fmt.number(line)} ({share:g} of range{', in use' if in_use else ''})"
-            row[label] = f"{fmt.count(failed)} ({fmt.pct(failed / n if n else None)})"
+            key = f"at {share:g}" if any(abs(share - x) < 1e-9 for x in SENSITIVITY) else "moved"
+            mark = " ◀" if abs(line - in_use[(dataset, model)]) < 1e-9 else ""
+            row[key] = f"{fmt.count(failed)} ({fmt.pct(failed / n if n else None)}){mark}"
         rows.append(row)
-    for (dataset,), part in pl.DataFrame(rows).group_by("dataset", maintain_order=True):
-        part = part.select([c for c in part.columns if not part[c].is_null().all()])
-        st.dataframe(part, hide_index=True, column_config={"dataset": "Dataset", "model": "Model"})
-    st.caption("Each cell: the model's questions that would fail at that line, of those it answered "
-               "(the line in use is marked). The harness's number does not move with it; only which "
-               "predictions count as failures — and so which are analysed — does.")
+    if not rows:
+        return
+    table = pl.DataFrame(rows, infer_schema_length=None)
+    st.markdown("**Failures at other thresholds** (continuous metrics)")
+    st.dataframe(table, hide_index=True, column_config={
+        "dataset": "Dataset", "model": "Model",
+        "lines": st.column_config.TextColumn("Failure when the score is", help="At 0.5, 0.7 and 0.9 of the "
+                                             "metric's range, and the line set for this view when it is another"),
+        **{f"at {x:g}": st.column_config.TextColumn(f"At {x:g} of the range", alignment="right") for x in SENSITIVITY},
+        "moved": st.column_config.TextColumn("At the line set here", alignment="right")})
+    st.caption("Each cell: the model's questions that would fail at that line, of those it answered; ◀ marks "
+               "the line in use. The harness's number does not move with it; only which predictions count "
+               "as failures — and so which are analysed — does.")
 
 
 def moved_threshold_note(f) -> None:
