@@ -90,13 +90,16 @@ def sensitivity_strip(acc: pl.DataFrame, f) -> None:
         rows.append(row)
     if not rows:
         return
-    table = pl.DataFrame(rows, infer_schema_length=None)
+    order = ["dataset", "lines", "model", *(f"at {x:g}" for x in SENSITIVITY)]
+    order += ["moved"] if any("moved" in r for r in rows) else []
+    table = pl.DataFrame([{k: r.get(k, "–") for k in order} for r in rows], schema={k: pl.String for k in order})
     st.markdown("**Failures at other thresholds** (continuous metrics)")
     st.dataframe(table, hide_index=True, column_config={
         "dataset": "Dataset", "model": "Model",
-        "lines": st.column_config.TextColumn("Failure when the score is", help="At 0.5, 0.7 and 0.9 of the "
-                                             "metric's range, and the line set for this view when it is another"),
-        **{f"at {x:g}": st.column_config.TextColumn(f"At {x:g} of the range", alignment="right") for x in SENSITIVITY},
+        "lines": st.column_config.TextColumn("Lines", help="A failure when the score is on the wrong side of "
+                                             "the line: at 0.5, 0.7 and 0.9 of the metric's range, and the "
+                                             "line set for this view when it is another"),
+        **{f"at {x:g}": st.column_config.TextColumn(f"At {x:g} of range", alignment="right") for x in SENSITIVITY},
         "moved": st.column_config.TextColumn("At the line set here", alignment="right")})
     st.caption("Each cell: the model's questions that would fail at that line, of those it answered; ◀ marks "
                "the line in use. The harness's number does not move with it; only which predictions count "
