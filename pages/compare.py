@@ -53,7 +53,7 @@ every = st.checkbox("Count every analysed failure (not only on questions both an
 ui.share_link("/compare", {"a": a, "b": b, **f.params(), "analyst": analyst,
                            "failures": "true" if every else None})
 c = ui.load(stats.compare, a=a, b=b, datasets=f.datasets, domains=f.domains, analyst=analyst,
-            split=f.split, thresholds=f.thresholds, unpaired=every)
+            split=f.split, thresholds=f.thresholds, unpaired=every, types_by_dataset=False)
 
 st.subheader("Overall: paired McNemar exact test")
 m = st.columns(4)
@@ -104,7 +104,7 @@ else:
                        "and overstates significance: shown for parity only.")
             st.dataframe(shown.select(columns.COMPARE_PAIRED), hide_index=True,
                          column_config=columns.config(columns.COMPARE_PAIRED))
-        comparison.error_types_per_dataset(c)
+        comparison.error_types_per_dataset(c, pair, analyst)
     else:
         st.info("Neither model has a failure with an error type under these filters; the labels "
                 "below are not error types, so there is nothing to test.")

@@ -270,9 +270,12 @@ def check_known(con, models=(), datasets=(), domains=(), split: str = q.MAIN_SPL
 
 def compare(con, a: str, b: str, datasets=None, domains=None, analyst: str | None = None,
             split: str = q.MAIN_SPLIT, thresholds: dict[str, float] | None = None,
-            unpaired: bool = False) -> Comparison:
+            unpaired: bool = False, types_by_dataset: bool = True) -> Comparison:
     """Compare model A with model B on the questions both answered (`thresholds`: the
-    analyst's lines for continuous datasets, as checked by `stats.headline.usable_thresholds`)."""
+    analyst's lines for continuous datasets, as checked by `stats.headline.usable_thresholds`).
+    `types_by_dataset=False` leaves the error-type tests out of `by_dataset` (McNemar and the
+    score tests stay): a page that shows one dataset's at a time asks for that dataset alone,
+    since 18 categories × 30 datasets of Fisher tests cost seconds."""
     from .headline import dataset_rules, usable_thresholds
 
     datasets, domains = list(datasets or []), list(domains or [])
@@ -291,7 +294,8 @@ def compare(con, a: str, b: str, datasets=None, domains=None, analyst: str | Non
     scores = (q.paired_scores(con, a, b, sorted(continuous), domains, split=split) if continuous
               else pl.DataFrame(schema={"dataset": pl.String, "a_score": pl.Float64, "b_score": pl.Float64}))
     return compare_frames(a, b, analyst, datasets, domains, paired, everywhere, split,
-                          unpaired=unpaired, scores=scores, rules=continuous, thresholds=thresholds)
+                          unpaired=unpaired, scores=scores, rules=continuous, thresholds=thresholds,
+                          types_by_dataset=types_by_dataset)
 
 
 def _paired_labels(paired: pl.DataFrame, a: str, b: str) -> pl.DataFrame:
@@ -372,7 +376,8 @@ def _labels(frame: pl.DataFrame) -> dict:
 
 def compare_frames(a, b, analyst, datasets, domains, paired: pl.DataFrame, everywhere: pl.DataFrame,
                    split: str, unpaired: bool = False, scores: pl.DataFrame | None = None,
-                   rules: dict | None = None, thresholds: dict[str, float] | None = None) -> Comparison:
+                   rules: dict | None = None, thresholds: dict[str, float] | None = None,
+                   types_by_dataset: bool = True) -> Comparison:
     """The statistics, from the pair counts (`store.queries.pair_counts`: per dataset), every
     labelled failure of the two models per dataset and category (`everywhere`), and the paired
     scores of the continuous datasets (`rules`: their `stats.headline.DatasetRule`)."""
@@ -380,12 +385,13 @@ def compare_frames(a, b, analyst, datasets, domains, paired: pl.DataFrame, every
     pooled = _error_types(a, b, _labels(everywhere if unpaired else on_pairs), paired)
     by_dataset = []
     for dataset in sorted(set(paired["dataset"])):
-        part = _error_types(a, b, _labels(on_pairs.filter(pl.col("dataset") == dataset)),
-                            paired.filter(pl.col("dataset") == dataset))
+        mine = paired.filter(pl.col("dataset") == dataset)
+        part = _error_types(a, b, _labels(on_pairs.filter(pl.col("dataset") == dataset)) if types_by_dataset
+                            else {}, mine)
         rule = (rules or {}).get(dataset)
-        mine = scores.filter(pl.col("dataset") == dataset) if rule is not None and scores is not None else None
-        score_test, strip = (None, []) if mine is None or mine.is_empty() else _scores(
-            mine, rule, (thresholds or {}).get(dataset, rule.stored))
+        pairs = scores.filter(pl.col("dataset") == dataset) if rule is not None and scores is not None else None
+        score_test, strip = (None, []) if pairs is None or pairs.is_empty() else _scores(
+            pairs, rule, (thresholds or {}).get(dataset, rule.stored))
         by_dataset.append(DatasetComparison(
             dataset=dataset, n_pairs=part["n_pairs"], a_only_fail=part["a_only"], b_only_fail=part["b_only"],
             p=t.mcnemar_exact(part["a_only"], part["b_only"]), a_total=part["a_total"],

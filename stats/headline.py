@@ -222,10 +222,14 @@ def _group_row(key: dict, runs: list[dict], split: str, thresholds: dict[str, fl
     out = dict(key, n=n, headline_kind={"rate": "pass rate", "mean": "mean score"}.get(kind), metric=metric, headline_metric=headline_metric or (metric if kind else None),
                n_domains=len(domains), scale_min=low, scale_max=high, lower_is_better=lower,
                failures=n - passed, failure_rate=(n - passed) / n if n else math.nan)
-    out["failure_ci_low"], out["failure_ci_high"] = wilson(n - passed, n)
     if kind == "rate":
         out.update(correct=passed, accuracy=passed / n if n else math.nan)
         out["ci_low"], out["ci_high"] = wilson(passed, n)
+        # Wilson's interval is symmetric: the failures' is the passes' mirrored (one scipy call, not two)
+        out["failure_ci_low"], out["failure_ci_high"] = 1 - out["ci_high"], 1 - out["ci_low"]
+    else:
+        out["failure_ci_low"], out["failure_ci_high"] = wilson(n - passed, n)
+    if kind == "rate":
         if over_domains:
             groups = [(dn, dp / dn, dp * (1 - dp / dn)) for dn, dp, _ in per_domain.values()]
             value, lo, hi = mean_of_means_interval(groups)

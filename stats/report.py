@@ -117,7 +117,7 @@ def build_report(con, models=None, datasets=None, domains=None, analyst=None,
     unpaired = []
     # disable=None: a bar on a terminal, nothing in logs
     for a, b in tqdm(pairs, desc="comparing", file=sys.stderr, disable=None if len(pairs) >= 10 else True):
-        c = compare(con, a, b, datasets, domains, analyst, thresholds=thresholds)
+        c = compare(con, a, b, datasets, domains, analyst, thresholds=thresholds, types_by_dataset=False)
         if c.n_pairs == 0:
             unpaired.append(f"{a} / {b}")
             continue

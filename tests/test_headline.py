@@ -498,3 +498,31 @@ def test_inspect_partial_credit_mean_is_the_headline(tmp_path, tmp_db, capsys):
     assert stats.headline.headline_text(row) == "59.6%"
     assert (row["failures"], row["failure_rate"], row["accuracy"]) == (13, 0.5, None)
     assert row["analysis_rule"] == "failures: score < 0.7 of 0–1 — ErrorMap's 0.7 of the range"
+
+
+def test_compare_page_tests_one_datasets_error_types_as_the_cli_does(tmp_db, monkeypatch, capsys):
+    rows = []
+    for dataset, (a_fails, b_fails) in {"d1": (range(0, 12), range(6, 20)), "d2": (range(0, 5), range(0, 16))}.items():
+        for i in range(30):
+            for model, fails in (("A", a_fails), ("B", b_fails)):
+                failed = i in fails
+                cat = ("Refusal" if i % 3 == 0 else "Factual Error") if model == "B" else (
+                    "Factual Error" if i % 2 else "Calculation Error")
+                rows.append(dict(model=model, dataset=dataset, instance_id=f"q{i}", is_correct=not failed,
+                                 **({"title": f"{model} {cat}", "category": cat} if failed else {})))
+    seed(tmp_db, rows)
+    assert main(["compare", "A", "B", "--db", str(tmp_db), "--json"]) == 0
+    d2 = {d["dataset"]: d for d in json.loads(capsys.readouterr().out)["by_dataset"]}["d2"]
+    monkeypatch.setenv("FAULTLINE_DB", str(tmp_db))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.switch_page("pages/compare.py")
+    at.query_params.update(a="A", b="B")
+    at.run()
+    at.selectbox(key="types_dataset").select("d2").run()
+    assert not at.exception
+    tables = [d.value for d in at.dataframe if "q_text" in d.value.columns]
+    one = tables[-1].set_index("category")
+    for c in d2["categories"]:
+        assert (one.loc[c["category"], "a_count"], one.loc[c["category"], "b_count"]) == (c["a_count"], c["b_count"])
+        assert one.loc[c["category"], "q_text"] == fmt.p_value(c["q_bh"])
+        assert one.loc[c["category"], "p_fisher_text"] == fmt.p_value(c["p_fisher"])

@@ -14,6 +14,7 @@ from stats import tests as t
 from stats.headline import headline_text
 
 from . import columns
+from .data import load
 from .text import md
 
 
@@ -94,17 +95,27 @@ def _strip(d) -> None:
         p_text=st.column_config.TextColumn("McNemar p", alignment="right")))
 
 
-def error_types_per_dataset(c) -> None:
-    """The error-type tests within each dataset, on its paired questions."""
-    parts = [d for d in c.by_dataset if d.categories]
-    if len(c.by_dataset) < 2 or not parts:
+def error_types_per_dataset(c, f, analyst: str | None) -> None:
+    """The error-type tests within one dataset the user picks, on its paired questions — the
+    same numbers as that dataset's entry of `python -m stats compare --json`'s `by_dataset`."""
+    import stats
+
+    if len(c.by_dataset) < 2 or analyst is None:
         return
+    names = [d.dataset for d in c.by_dataset]
     with st.expander("Error types per dataset (questions both answered)"):
-        st.caption("Fisher exact on the shares within each dataset; Benjamini–Hochberg over the error types "
-                   "of that dataset.")
-        rows = [{"dataset": d.dataset, "category": r.category, "finding": r.finding, "a_count": r.a_count,
-                 "b_count": r.b_count, "a_share": r.a_share, "b_share": r.b_share,
-                 "q_text": fmt.p_value(r.q_bh), "p_fisher_text": fmt.p_value(r.p_fisher)}
-                for d in parts for r in d.categories]
-        frame = pl.DataFrame(rows, schema_overrides={"a_share": pl.Float64, "b_share": pl.Float64})
-        st.dataframe(columns.shown(frame), hide_index=True, column_config=columns.config(frame.columns))
+        picked = st.selectbox("Dataset", names, index=None, key="types_dataset",
+                              placeholder="pick a dataset to test its error types alone")
+        if picked is None:
+            return
+        one = load(stats.compare, a=c.a, b=c.b, datasets=[picked], domains=f.domains, analyst=analyst,
+                   split=f.split, thresholds=f.thresholds)
+        if not one.categories:
+            st.caption("Neither model has a failure with an error type on this dataset's paired questions.")
+            return
+        st.caption(f"On the {fmt.plural(one.n_pairs, 'question')} of {md(picked)} both answered: A has "
+                   f"{fmt.count(one.a_total)} failures with an error type, B {fmt.count(one.b_total)}. Fisher "
+                   "exact on the shares; Benjamini–Hochberg over this dataset's error types.")
+        table = columns.compare_table(one)
+        st.dataframe(columns.shown(table.select(columns.COMPARE_KEY)), hide_index=True,
+                     column_config=columns.config(columns.COMPARE_KEY))
