@@ -526,3 +526,21 @@ def test_compare_page_tests_one_datasets_error_types_as_the_cli_does(tmp_db, mon
         assert (one.loc[c["category"], "a_count"], one.loc[c["category"], "b_count"]) == (c["a_count"], c["b_count"])
         assert one.loc[c["category"], "q_text"] == fmt.p_value(c["q_bh"])
         assert one.loc[c["category"], "p_fisher_text"] == fmt.p_value(c["p_fisher"])
+
+
+def test_report_shows_both_numbers_and_the_paired_score_tests(both_db, tmp_path, capsys):
+    out = tmp_path / "r.html"
+    assert main(["report", "--db", str(both_db), "--out", str(out), "--threshold", "aci_bench=4.5"]) == 0
+    html = out.read_text()
+    assert "<h3 class=dataset>aci_bench</h3>" in html
+    # the harness's number in its scale, the failures apart, the rule beside them
+    assert "<td>4.48 of 1–5</td><td>4.35–4.62</td><td>t</td><td>20 (50.0%, 95% 35–65%)</td>" in html
+    assert "failures: score &lt; 4.5 of 1–5 — set for this view, 0.875 of the range." in html
+    assert "analysis thresholds set for this report: aci_bench 4.5" in html
+    assert "97.5%" not in html
+    # the pairwise comparison carries the paired score tests per dataset
+    with store.read_connection(both_db) as con:
+        c = stats.compare(con, A, B, thresholds={"aci_bench": 4.5})
+    aci = next(d for d in c.by_dataset if d.dataset == "aci_bench")
+    assert f"Wilcoxon signed-rank p = {fmt.p_value(aci.scores.wilcoxon_p)}" in html
+    assert "failures at 4.5 (the line in use): A 20, B 40" in html
