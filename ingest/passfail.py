@@ -120,8 +120,9 @@ _BINARY_SOURCES = {"binary", "name rule"}
 def is_binary_rule(metric: str | None, low, high, scale_source: str | None) -> bool:
     """Whether a stored run's metric is 0/1 by its rule (its scale and where that came from, not
     its data): its verdict is "pass = correct", the mean of its scores is the pass rate, and no
-    threshold is the analyst's to move."""
-    if low != 0 or high != 1:
+    threshold is the analyst's to move. A store from before migration 010 kept no bottom: a 0/1
+    scale's bottom can only be 0."""
+    if high != 1 or low not in (0, None):
         return False
     if scale_source in _BINARY_SOURCES:
         return True

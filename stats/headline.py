@@ -190,95 +190,103 @@ def _group_row(key: dict, runs: list[dict], split: str, thresholds: dict[str, fl
     n = sum(r["n"] for r in runs)
     passed = sum(r["passed"] for r in runs)
     log_verdicts = all(r["pass_threshold"] is None for r in runs)
-    thresholded = all(r["pass_threshold"] is not None for r in runs)
     metric = _one({r["main_metric"] for r in runs}, "metrics", notes)
     low = _one({r["metric_min"] for r in runs}, "scale bottoms", notes)
     high = _one({r["metric_max"] for r in runs}, "scale tops", notes)
     lower = bool(_one({bool(r["lower_is_better"]) for r in runs}, "directions", notes))
     headline_metric = _one({r["headline_metric"] for r in runs}, "headline metrics", notes)
-    rule = rules.get(key["dataset"])
+    if not log_verdicts and any(r["pass_threshold"] is None for r in runs):
+        notes.append("some of its runs carry the log's own verdicts, others a threshold on a score")
     # per domain: HELM reports a dataset it runs subject by subject as the mean over subjects
     domains: dict = {}
     for r in runs:
         domains.setdefault(r["domain"], []).append(r)
-    per_domain = {d: (sum(r["n"] for r in rs), sum(r["passed"] for r in rs),
-                      _combine([(r["scored"], r["mean"] or 0.0, r["m2"] or 0.0) for r in rs]))
-                  for d, rs in domains.items()}
+    per_domain = [(sum(r["n"] for r in rs), sum(r["passed"] for r in rs),
+                   _combine([(r["scored"], r["mean"] or 0.0, r["m2"] or 0.0) for r in rs]))
+                  for rs in domains.values()]
     over_domains = len(domains) > 1 and all(r["source_format"] == "helm" for r in runs)
-    scored = sum(r["scored"] for r in runs)
-    # a 0/1 metric by its rule (not by this model's data: a model that happens to score only 0
-    # and 1 on a 0–1 metric reads like every other model on the dataset), whose scores are 0/1
-    binary = (all(is_binary_rule(r["main_metric"], r["metric_min"], r["metric_max"], r["scale_source"])
-                  for r in runs)
-              and sum(r["non_binary"] for r in runs) == 0
+    non_binary = sum(r["non_binary"] for r in runs)
+    # a 0/1 metric by its rule, not by this model's data: a model that happens to score only 0
+    # and 1 on a 0–1 metric reads like every other model on the dataset
+    binary = (non_binary == 0
+              and all(is_binary_rule(r["main_metric"], r["metric_min"], r["metric_max"], r["scale_source"])
+                      for r in runs)
               and all(0 < r["pass_threshold"] <= 1 for r in runs if r["pass_threshold"] is not None))
-    if not thresholded and not log_verdicts:
-        notes.append("some of its runs carry the log's own verdicts, others a threshold on a score")
+    if binary and low is None and high == 1:
+        low = 0.0  # a store from before migration 010 kept no bottom; a 0/1 scale's is 0
     # the log's own verdicts on a continuous score with a declared scale (an EEE record's
     # is_correct beside a mean-score result): the harness's number is the mean, the verdicts the failures
-    scored_mean = (low is not None and high is not None and high > low and scored == n
-                   and sum(r["non_binary"] for r in runs) > 0)
+    scored_mean = (low is not None and high is not None and high > low and non_binary > 0
+                   and sum(r["scored"] for r in runs) == n)
     kind = None if notes else "rate" if binary or (log_verdicts and not scored_mean) else "mean"
-    out = dict(key, n=n, headline_kind={"rate": "pass rate", "mean": "mean score"}.get(kind), metric=metric, headline_metric=headline_metric or (metric if kind else None),
-               n_domains=len(domains), scale_min=low, scale_max=high, lower_is_better=lower,
-               failures=n - passed, failure_rate=(n - passed) / n if n else math.nan)
+    out = dict(key, n=n, headline_kind={"rate": "pass rate", "mean": "mean score"}.get(kind), metric=metric,
+               headline_metric=headline_metric or (metric if kind else None), n_domains=len(domains),
+               scale_min=low, scale_max=high, lower_is_better=lower, failures=n - passed,
+               failure_rate=(n - passed) / n if n else math.nan)
     if kind == "rate":
-        out.update(correct=passed, accuracy=passed / n if n else math.nan)
-        out["ci_low"], out["ci_high"] = wilson(passed, n)
-        # Wilson's interval is symmetric: the failures' is the passes' mirrored (one scipy call, not two)
-        out["failure_ci_low"], out["failure_ci_high"] = 1 - out["ci_high"], 1 - out["ci_low"]
+        out.update(_rate(n, passed, per_domain, over_domains, metric, log_verdicts))
     else:
         out["failure_ci_low"], out["failure_ci_high"] = wilson(n - passed, n)
-    if kind == "rate":
-        if over_domains:
-            groups = [(dn, dp / dn, dp * (1 - dp / dn)) for dn, dp, _ in per_domain.values()]
-            value, lo, hi = mean_of_means_interval(groups)
-            lo, hi = _clip(lo, 0.0, 1.0), _clip(hi, 0.0, 1.0)
-            out.update(headline=value, headline_ci_low=lo, headline_ci_high=hi,
-                       headline_interval="t over domains", headline_of="mean of the domains' pass rates")
-        else:
-            out.update(headline=out["accuracy"], headline_ci_low=out["ci_low"],
-                       headline_ci_high=out["ci_high"], headline_interval="Wilson",
-                       headline_of="pass rate" if log_verdicts else f"mean {metric} (0/1)")
-        out["headline_as_rate"] = True
-        out["analysis_rule"] = ("failures: the log's own verdicts" if log_verdicts
-                                else f"failures: {metric} = 0 (pass = correct)")
-    elif kind == "mean":
-        pooled_n, pooled_mean, pooled_m2 = _combine([c for _, _, c in per_domain.values()])
-        out["mean_score"] = pooled_mean
-        if over_domains:
-            value, lo, hi = mean_of_means_interval([c for _, _, c in per_domain.values()])
-            out.update(headline=value, headline_interval="t over domains",
-                       headline_of=f"mean of the domains' mean {metric}")
-        else:
-            lo, hi = t_interval(pooled_n, pooled_mean, pooled_m2)
-            out.update(headline=pooled_mean, headline_interval="t", headline_of=f"mean {metric}")
-        # a t interval can reach past the scale (F1 0.17 ± 0.32 over 4 questions): cut at its ends
-        out.update(headline_ci_low=_clip(lo, low, high), headline_ci_high=_clip(hi, low, high))
-        out["headline_as_rate"] = (low == 0 and high == 1 and (
-            is_binary_rule(metric, low, high, runs[0]["scale_source"])
-            or all(r["scale_source"] in _CREDIT_SOURCES for r in runs)))
+    if kind == "mean":
+        out.update(_mean(per_domain, over_domains, metric, low, high, runs))
         if log_verdicts:
             out["analysis_rule"] = "failures: the log's own verdicts"
         else:
             moved = key["dataset"] in thresholds
             line = thresholds[key["dataset"]] if moved else _one({r["pass_threshold"] for r in runs}, "thresholds", notes)
-            out["analysis_threshold"] = line
+            rule = rules.get(key["dataset"])
             set_by = rule.set_by(line, moved) if rule else None
-            out["threshold_set_by"] = set_by or "ErrorMap"
-            out["analysis_rule"] = fmt.failure_rule(line, low, high, lower, set_by)
-    else:
+            out.update(analysis_threshold=line, threshold_set_by=set_by or "ErrorMap",
+                       analysis_rule=fmt.failure_rule(line, low, high, lower, set_by))
+    elif kind is None:
         out["analysis_rule"] = "failures: by each run's own rule"
-    _harness_notes(out, runs, metric, headline_metric, over_domains, split)
     if notes:
-        out["headline_note"] = "no single headline: " + "; ".join(notes)
+        notes = ["no single headline: " + "; ".join(notes)]
+    _harness_notes(out, runs, metric, headline_metric, over_domains, split, notes)
     return out
 
 
-def _harness_notes(out: dict, runs: list[dict], metric, headline_metric, over_domains: bool, split: str) -> None:
-    """Where the number from the scores is not the harness's headline, say so — and take the
-    harness's own number from its logs when they carry it."""
-    notes = []
+def _rate(n: int, passed: int, per_domain: list, over_domains: bool, metric, log_verdicts: bool) -> dict:
+    """A 0/1 metric or the log's own verdicts: the pass rate is the harness's number (HELM's
+    mean of the domains' pass rates for a dataset it runs domain by domain)."""
+    low, high = wilson(passed, n)
+    # Wilson's interval is symmetric: the failures' is the passes' mirrored (one scipy call, not two)
+    out = dict(correct=passed, accuracy=passed / n if n else math.nan, ci_low=low, ci_high=high,
+               failure_ci_low=1 - high, failure_ci_high=1 - low, headline_as_rate=True,
+               analysis_rule=("failures: the log's own verdicts" if log_verdicts
+                              else f"failures: {metric} = 0 (pass = correct)"))
+    if over_domains:
+        value, lo, hi = mean_of_means_interval([(dn, dp / dn, dp * (1 - dp / dn)) for dn, dp, _ in per_domain])
+        out.update(headline=value, headline_ci_low=_clip(lo, 0.0, 1.0), headline_ci_high=_clip(hi, 0.0, 1.0),
+                   headline_interval="t over domains", headline_of="mean of the domains' pass rates")
+    else:
+        out.update(headline=out["accuracy"], headline_ci_low=low, headline_ci_high=high,
+                   headline_interval="Wilson", headline_of="pass rate" if log_verdicts else f"mean {metric} (0/1)")
+    return out
+
+
+def _mean(per_domain: list, over_domains: bool, metric, low, high, runs: list[dict]) -> dict:
+    """A continuous metric: the mean score is the harness's number (HELM's mean of the domains'
+    means for a dataset it runs domain by domain), with a t interval cut at the scale's ends."""
+    pooled_n, pooled_mean, pooled_m2 = _combine([c for _, _, c in per_domain])
+    if over_domains:
+        value, lo, hi = mean_of_means_interval([c for _, _, c in per_domain])
+        out = dict(headline=value, headline_interval="t over domains", headline_of=f"mean of the domains' mean {metric}")
+    else:
+        lo, hi = t_interval(pooled_n, pooled_mean, pooled_m2)
+        out = dict(headline=pooled_mean, headline_interval="t", headline_of=f"mean {metric}")
+    # a t interval can reach past the scale (F1 0.17 ± 0.32 over 4 questions): cut at its ends
+    return dict(out, mean_score=pooled_mean, headline_ci_low=_clip(lo, low, high),
+                headline_ci_high=_clip(hi, low, high),
+                headline_as_rate=(low == 0 and high == 1 and (
+                    is_binary_rule(metric, low, high, runs[0]["scale_source"])
+                    or all(r["scale_source"] in _CREDIT_SOURCES for r in runs))))
+
+
+def _harness_notes(out: dict, runs: list[dict], metric, headline_metric, over_domains: bool, split: str,
+                   notes: list[str]) -> None:
+    """Where the number from the scores is not the harness's headline, say so (after `notes`) —
+    and take the harness's own number from its logs when they carry it."""
     aggregates = [r["harness_value"] for r in runs
                   if r["harness_metric"] == headline_metric and r["harness_value"] is not None
                   and math.isfinite(r["harness_value"])]
