@@ -40,7 +40,9 @@ impossible = ui.load(q.impossible_rates, models=f.models, datasets=f.datasets, d
 if impossible.height:
     st.warning("For these models and datasets 0% or 100% of predictions fail although the scores vary: "
                "check the pass/fail rule; if it is wrong for these scores, re-ingest with "
-               "--scale DATASET=LOW:HIGH or --pass-threshold DATASET=X.")
+               "--scale DATASET=LOW:HIGH or --pass-threshold DATASET=X — or, to see which predictions "
+               "another line would pick for analysis without re-ingesting, move the analysis threshold "
+               "in the sidebar (the harness's own number does not depend on it).")
     st.dataframe(impossible, hide_index=True, column_config=columns.config(impossible.columns))
 where = "" if ui.read_only() else " or above" if ui.is_demo() else " or below"
 st.caption("Failures are counted by the pass rule each run was ingested with (its Pass/fail rule column); "
