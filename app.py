@@ -32,26 +32,27 @@ if opts["domains"]:
     with st.expander(f"{len(opts['domains'])} domains in the store"):
         st.text(", ".join(opts["domains"]))
 
-st.subheader("Accuracy per model")
+st.subheader("Results per model")
 acc = ui.load(stats.model_accuracy, **f.kwargs(), by="dataset")
 if acc.is_empty():
     st.info("No scored predictions match these filters.")
 else:
-    acc = acc.sort(["dataset", "accuracy", "model"], descending=[False, True, False])
-    headline = acc["helm_headline"].is_not_null().any()
+    acc = acc.sort(["dataset", "headline", "model"], descending=[False, True, False], nulls_last=True)
     for (dataset,), group in acc.group_by("dataset", maintain_order=True):
-        charts.show(charts.accuracy(group, dataset), f"accuracy-{dataset}", key=f"accuracy-{dataset}")
-    table = columns.accuracy_table(acc)
-    show_table(table, name="accuracy", hide_index=True, column_config=columns.config(table.columns))
+        charts.show(charts.headline(group, dataset), f"results-{dataset}", key=f"results-{dataset}")
+        ui.results_caption(group)
+    table = columns.results_table(acc)
+    show_table(table, name="results", hide_index=True, column_config=columns.config(table.columns))
     st.caption(
-        "Per dataset (they differ in difficulty), best first; latest run per model and question. "
-        "Accuracy (pooled) = questions passed / questions answered, with its 95% Wilson interval."
-        + (" HELM headline = the number HELM itself reports for a dataset it runs subject by "
-           "subject: the mean of the subjects' accuracies (a red diamond on the chart), which "
-           "weighs a small subject like a large one." if headline else ""))
+        "Per dataset (they differ in difficulty and scale), best first; latest run per model and "
+        "question. **The harness's number** is its own headline in its own metric and scale, with "
+        "its 95% interval. For a continuous metric, **failures under the analysis threshold** are "
+        "the predictions picked for analysis (ErrorMap's device, 0.7 of the metric's range unless "
+        "moved in the sidebar), not the harness's number; for a 0/1 metric the two are one number.")
+    ui.sensitivity_strip(acc, f)
     for line in stats.unequal_questions(acc):
         st.warning(f"Models answered different numbers of questions on {md(line)}: their "
-                   "accuracies are over different question sets; compare them on the Compare "
+                   "numbers are over different question sets; compare them on the Compare "
                    "page, which pairs the questions both answered.", icon=":material/rule:")
     st.download_button(
         "Download a static report (HTML)", ui.report_html(f), file_name="faultline-report.html",
@@ -64,10 +65,11 @@ found = ui.load(q.analysts, **f.kwargs())
 if found.is_empty():
     ui.no_analyses(stop=False)
 else:
-    failed = int((acc["n"] - acc["correct"]).sum()) if not acc.is_empty() else 0
+    failed = int(acc["failures"].sum()) if not acc.is_empty() else 0
     top = found.row(0, named=True)
     st.markdown(f"**{fmt.count(top['analysed'])}** of {fmt.count(failed)} failures analysed by "
                 f"**{md(top['analyst'])}** ({fmt.count(top['classified'])} classified).")
+    ui.moved_threshold_note(f)
     show_table(found, name="analysts", hide_index=True, column_config=columns.config(found.columns))
     ui.offline_caveat(top["analyst"])
     sig = ui.load(stats.signature, analyst=top["analyst"], **f.kwargs())

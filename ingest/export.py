@@ -2,9 +2,14 @@
 `{uuid}.json` and its `{uuid}_samples.jsonl`, laid out like the EEE datastore
 (`OUT/data/<dataset>/<developer>/<model>/`), so that reading them back gives the same outcomes.
 
-The aggregate holds one result: Faultline's pass rate on the run's main split (metric
-`faultline.pass_rate`), with the metric and threshold that decided it; a run where nothing has a
-verdict (an unscored log) has no result, only its instance records. Each instance record
+The aggregate holds the harness's own number on the run's main split, in its own metric and
+scale (DESIGN.md, "Two numbers, never confused"): for a 0/1 metric or the log's own verdicts, the
+pass rate (`metric_kind` `pass_rate`, Wilson interval); for a continuous metric (a 1–5 jury mean,
+an F1), the mean score with its declared range and a Student t interval — and beside it a second
+result, `faultline.failure_rate` (lower is better), the share of predictions under the analysis
+threshold that picked which to analyse, named as that, with the threshold and rule in its
+details. The instance records link to the first. A run where nothing has a verdict (an unscored
+log) has no result, only its instance records. Each instance record
 carries the main metric's score and the verdict; EEE requires both to be set, so a prediction
 without them (unscored, or a request that failed) is written as 0/false with
 `metadata.faultline_null` naming what was absent (and `error` set for a failed request), which
@@ -29,9 +34,10 @@ from store import read_connection, resolve_db_path
 from store.export_queries import outcomes_of_run, runs_to_export, stored_names
 
 from .errors import IngestError
+from .passfail import is_binary_rule
 
 SCHEMA_VERSION = "0.3.0"
-METRIC_ID = "faultline.pass_rate"
+FAILURE_RATE_ID = "faultline.failure_rate"
 
 
 @dataclass
@@ -125,42 +131,89 @@ def _instance_record(run: dict, ids: dict[str, str], row: dict) -> dict:
 
 
 def _result(run: dict, ids: dict[str, str], rows: list[dict]) -> list[dict]:
-    """The run's pass rate on its main split as an EEE evaluation result; none when nothing has a verdict."""
+    """The run's own number on its main split as EEE evaluation results (see the module doc);
+    none when nothing has a verdict."""
+    from stats.tests import t_interval, wilson
+
     split = run["main_split"]
     judged = [r for r in rows if r["is_correct"] is not None and (split is None or r["split"] == split)]
     if not judged:
         return []
+    n = len(judged)
+    passed = sum(bool(r["is_correct"]) for r in judged)
+    scores = [r["score"] for r in judged if r["score"] is not None and math.isfinite(r["score"])]
+    low, high = run["metric_min"], run["metric_max"]
+    binary = is_binary_rule(run["main_metric"], low, high, run["scale_source"])
+    continuous = (not binary and len(scores) == n and low is not None and high is not None and high > low
+                  and (run["pass_threshold"] is not None or any(s not in (0.0, 1.0) for s in scores)))
+    metric = run["main_metric"] or "is_correct"
+    source = {"dataset_name": run["dataset"], "source_type": "other",
+              "additional_details": _strings({"domain": run["domain"], "main_split": split})}
+    if not continuous:
+        ci = wilson(passed, n)
+        return [{
+            "evaluation_result_id": ids["result_id"],
+            "evaluation_name": run["dataset"],
+            "source_data": source,
+            "metric_config": {
+                "evaluation_description": f"share of predictions that pass: {run['verdict_rule'] or metric}",
+                "metric_id": metric, "metric_name": f"{metric} (pass rate)", "metric_kind": "pass_rate",
+                "metric_unit": "proportion", "lower_is_better": False, "score_type": "binary",
+                "min_score": 0.0, "max_score": 1.0,
+                "additional_details": _strings({"headline_metric": run["headline_metric"]}),
+            },
+            "score_details": {"score": passed / n, "uncertainty": {
+                "num_samples": n, **_interval(ci, "Wilson score interval")}},
+        }]
+    mean = sum(scores) / n
+    m2 = sum((s - mean) ** 2 for s in scores)
+    ci = tuple(min(max(v, low), high) if v == v else v for v in t_interval(n, mean, m2))
+    failed = n - passed
+    rule = run["verdict_rule"] or f"pass when {metric} reaches {run['pass_threshold']}"
     return [
         {
             "evaluation_result_id": ids["result_id"],
             "evaluation_name": run["dataset"],
-            "source_data": {
-                "dataset_name": run["dataset"],
-                "source_type": "other",
-                "additional_details": _strings({"domain": run["domain"], "main_split": split}),
-            },
+            "source_data": source,
             "metric_config": {
-                "evaluation_description": "share of predictions that pass by Faultline's verdict (the harness's own where the log gives one)",
-                "metric_id": METRIC_ID,
-                "metric_name": "pass rate",
-                "metric_kind": "pass_rate",
-                "metric_unit": "proportion",
-                "lower_is_better": False,
-                "score_type": "continuous",
-                "min_score": 0.0,
-                "max_score": 1.0,
+                "evaluation_description": f"mean {metric} per prediction (the harness's own number)",
+                "metric_id": metric, "metric_name": metric, "metric_kind": "mean",
+                "lower_is_better": bool(run["lower_is_better"]), "score_type": "continuous",
+                "min_score": float(low), "max_score": float(high),
+                "additional_details": _strings({"headline_metric": run["headline_metric"]}),
+            },
+            "score_details": {"score": mean, "uncertainty": {
+                "num_samples": n,
+                **({"standard_deviation": math.sqrt(m2 / (n - 1)),
+                    "standard_error": {"value": math.sqrt(m2 / (n - 1) / n), "method": "analytic"}} if n > 1 else {}),
+                **_interval(ci, "Student t")}},
+        },
+        {
+            "evaluation_result_id": f"{ids['result_id']}/{FAILURE_RATE_ID}",
+            "evaluation_name": run["dataset"],
+            "source_data": source,
+            "metric_config": {
+                "evaluation_description": (
+                    "share of predictions under the analysis threshold (Faultline's choice of which "
+                    "predictions to analyse, ErrorMap's 0.7 of the range unless set; not the harness's number)"),
+                "metric_id": FAILURE_RATE_ID, "metric_name": "failure rate under the analysis threshold",
+                "metric_kind": "failure_rate", "metric_unit": "proportion", "lower_is_better": True,
+                "score_type": "continuous", "min_score": 0.0, "max_score": 1.0,
                 "additional_details": _strings({
-                    "main_metric": run["main_metric"], "metric_max": run["metric_max"],
-                    "pass_threshold": run["pass_threshold"],
-                    "main_metric_lower_is_better": run["lower_is_better"],
-                }),
+                    "metric": metric, "analysis_threshold": run["pass_threshold"], "rule": rule,
+                    "metric_min": low, "metric_max": high, "main_metric_lower_is_better": run["lower_is_better"]}),
             },
-            "score_details": {
-                "score": sum(bool(r["is_correct"]) for r in judged) / len(judged),
-                "uncertainty": {"num_samples": len(judged)},
-            },
-        }
+            "score_details": {"score": failed / n, "uncertainty": {
+                "num_samples": n, **_interval(wilson(failed, n), "Wilson score interval")}},
+        },
     ]
+
+
+def _interval(ci: tuple[float, float], method: str) -> dict:
+    low, high = ci
+    if low != low or high != high:  # NaN: no interval (fewer than two scores, or all alike)
+        return {}
+    return {"confidence_interval": {"lower": low, "upper": high, "confidence_level": 0.95, "method": method}}
 
 
 def _aggregate(run: dict, ids: dict[str, str], rows: list[dict], sidecar: dict) -> dict:

@@ -115,6 +115,23 @@ def _accuracy_like(key: str) -> bool:
     return key.endswith("_acc") or "exact_match" in key or key.endswith("_accuracy")
 
 
+# scale sources (runs.scale_source) that say a metric is 0/1
+_BINARY_SOURCES = {"binary", "name rule"}
+
+
+def is_binary_rule(metric: str | None, low, high, scale_source: str | None) -> bool:
+    """Whether a stored run's metric is 0/1 by its rule (its scale and where that came from, not
+    its data): its verdict is "pass = correct", the mean of its scores is the pass rate, and no
+    threshold is the analyst's to move. A store from before migration 010 kept no bottom: a 0/1
+    scale's bottom can only be 0."""
+    if high != 1 or low not in (0, None):
+        return False
+    if scale_source in _BINARY_SOURCES:
+        return True
+    info = lookup(metric)
+    return bool(scale_source == "registry" and info is not None and info.binary)
+
+
 def is_finite(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 

@@ -9,8 +9,9 @@ import streamlit as st
 import stats
 import ui
 from stats import fmt
+from stats.compare import mix_lines
 from store import queries as q
-from ui import charts, columns, pairs
+from ui import charts, columns, comparison, pairs
 from ui.text import md
 from ui.urlstate import warn_unknown
 from ui.tables import show_table
@@ -43,10 +44,17 @@ b = right.selectbox("Model B", models, index=models.index(b_default), key="b", b
 if a == b:
     st.warning("Model A and model B are the same model; pick two different ones.")
     st.stop()
-analyst = ui.analyst_picker(ui.Filters([a, b], f.datasets, f.domains, f.split))
-ui.share_link("/compare", {"a": a, "b": b, **f.params(), "analyst": analyst})
+pair = ui.Filters([a, b], f.datasets, f.domains, f.split, f.thresholds)
+analyst = ui.analyst_picker(pair)
+every = st.checkbox("Count every analysed failure (not only on questions both answered)", key="failures",
+                    bind="query-params",
+                    help="By default error types are compared on the questions both models answered, so "
+                         "a difference cannot come from which datasets each ran. Ticked, every analysed "
+                         "failure of each model counts, wherever it lies.")
+ui.share_link("/compare", {"a": a, "b": b, **f.params(), "analyst": analyst,
+                           "failures": "true" if every else None})
 c = ui.load(stats.compare, a=a, b=b, datasets=f.datasets, domains=f.domains, analyst=analyst,
-            split=f.split)
+            split=f.split, thresholds=f.thresholds, unpaired=every, types_by_dataset=False)
 
 st.subheader("Overall: paired McNemar exact test")
 m = st.columns(4)
@@ -63,7 +71,11 @@ if c.n_pairs == 0:
                f"({fmt.plural(best['shared'], 'question')})." if best else "; pick models or datasets they share."))
     st.stop()
 
+comparison.per_dataset(c, ui.load(stats.model_accuracy, **pair.kwargs(), by="dataset"))
+
 st.subheader("Error types")
+for line in mix_lines(c):
+    st.warning(md(line, 2000), icon=":material/call_split:")
 if analyst is None:
     ui.no_analyses(stop=False, scope=f"of {md(a)} or {md(b)} under these filters")
 elif c.a_labelled + c.b_labelled == 0:
@@ -73,9 +85,10 @@ elif c.a_labelled + c.b_labelled == 0:
 else:
     ui.offline_caveat(analyst)
     if c.categories:
-        table = c.categories_frame()
+        where = ("every analysed failure of each model" if c.unpaired
+                 else f"the {fmt.plural(c.n_pairs, 'question')} both answered")
         st.caption(
-            f"Shares of the failures with an error type: A has {fmt.count(c.a_total)} of "
+            f"Shares of the failures with an error type, on {where}: A has {fmt.count(c.a_total)} of "
             f"{fmt.count(c.a_labelled)} labelled failures, B {fmt.count(c.b_total)} of "
             f"{fmt.count(c.b_labelled)} (analyst {md(c.analyst)}). Δ = B's share − A's share with its "
             "Newcombe 95% interval, sorted by |Δ|. Colour and the Finding column give the same test: "
@@ -83,7 +96,7 @@ else:
             "q ≤ 0.05. “Too few to tell” = no split of these counts could reach p ≤ 0.05.")
         shown = columns.compare_table(c)
         charts.show(charts.delta_chart(shown, a, b), f"compare-{a}-vs-{b}", key="delta")
-        show_table(shown.select(columns.COMPARE_KEY), name="compare-error-types", hide_index=True,
+        show_table(columns.shown(shown.select(columns.COMPARE_KEY)), name="compare-error-types", hide_index=True,
                      column_config=columns.config(columns.COMPARE_KEY))
         with st.expander("Paired test per error type, and the ErrorMap paper's check"):
             st.caption("Paired: on the questions only one model fails, how often that failure has "
@@ -92,6 +105,7 @@ else:
                        "and overstates significance: shown for parity only.")
             show_table(shown.select(columns.COMPARE_PAIRED), name="compare-paired", hide_index=True,
                          column_config=columns.config(columns.COMPARE_PAIRED))
+        comparison.error_types_per_dataset(c, pair, analyst)
     else:
         st.info("Neither model has a failure with an error type under these filters; the labels "
                 "below are not error types, so there is nothing to test.")
@@ -103,7 +117,7 @@ else:
                    "all the model's labelled failures; a difference here says how much the analyst "
                    "could tell, not how the models fail.")
         apart = c.not_error_frame()
-        show_table(apart, name="compare-apart", hide_index=True, column_config=columns.config(
+        show_table(columns.shown(apart), name="compare-apart", hide_index=True, column_config=columns.config(
             apart.columns, a_share=columns.percent("A: share of labelled failures"),
             b_share=columns.percent("B: share of labelled failures"),
             a_count=columns.count("A: failures"), b_count=columns.count("B: failures")))
@@ -121,9 +135,10 @@ for tab, (which, total) in zip(tabs, counts.items()):
         page = st.number_input(f"Page (of {pages:,}, {PAGE_SIZE} questions each)", 1, pages, 1,
                                key=key) if pages > 1 else 1
         rows = ui.load(q.discordant, a=a, b=b, analyst=analyst, datasets=f.datasets,
-                       domains=f.domains, split=f.split, which=which, limit=PAGE_SIZE,
-                       offset=(page - 1) * PAGE_SIZE)
-        links = [ui.page_url("instances", {"instance": f"{d}:{i}", "models": [a, b], "analyst": analyst})
+                       domains=f.domains, split=f.split, thresholds=f.thresholds, which=which,
+                       limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
+        links = [ui.page_url("instances", {"instance": f"{d}:{i}", "models": [a, b], "analyst": analyst,
+                                           **({"threshold": f.params()["threshold"]} if f.thresholds else {})})
                  for d, i in rows.select("dataset", "instance_id").iter_rows()]
         view = columns.discordant_table(rows, links)
         show_table(view, name=f"compare-{which.replace(' ', '-')}", hide_index=True,

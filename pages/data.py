@@ -3,7 +3,6 @@ harness-agreement check, counts, when each was made and ingested."""
 
 import ui.preload  # noqa: F401  (first: the heavy libraries once, in one order; see ui/preload.py)
 
-import polars as pl
 import streamlit as st
 
 import ui
@@ -23,7 +22,7 @@ checked = runs.filter(runs["harness_agrees"].is_not_null())
 differ = checked.filter(~checked["harness_agrees"])
 if checked.height:
     st.write(f"Harness check: {checked.height - differ.height:,} of {fmt.plural(checked.height, 'run')} with their "
-             f"own headline agree with Faultline's recomputed rate"
+             f"own headline agree with Faultline's number recomputed from the scores"
              + (f"; {differ.height:,} differ (see the harness check column)." if differ.height else "."))
 off_headline = runs.filter(runs["headline_metric"].is_not_null() & (runs["main_metric"] != runs["headline_metric"]))
 if off_headline.height:
@@ -40,7 +39,7 @@ if not_compared.height:
     st.caption(f"{fmt.plural(not_compared.height, 'run')} could not be compared with the harness's own number; "
                "the harness check column says why.")
 # an empty text cell (no domain, no variant) reads as a dash, not as Python's None
-shown = columns.words(runs, "harness_agrees").with_columns(pl.col(pl.String).fill_null("—"))
+shown = columns.runs_table(runs)
 show_table(shown, name="runs", hide_index=True, column_config=columns.config(
     shown.columns, harness_note=st.column_config.TextColumn("Harness check", width="large"),
     rerun=st.column_config.TextColumn("Rerun", width="medium"),
@@ -49,10 +48,14 @@ impossible = ui.load(q.impossible_rates, models=f.models, datasets=f.datasets, d
 if impossible.height:
     st.warning("For these models and datasets 0% or 100% of predictions fail although the scores vary: "
                "check the pass/fail rule; if it is wrong for these scores, re-ingest with "
-               "--scale DATASET=LOW:HIGH or --pass-threshold DATASET=X.")
+               "--scale DATASET=LOW:HIGH or --pass-threshold DATASET=X — or, to see which predictions "
+               "another line would pick for analysis without re-ingesting, move the analysis threshold "
+               "in the sidebar (the harness's own number does not depend on it).")
     show_table(impossible, name="impossible-rates", hide_index=True, column_config=columns.config(impossible.columns))
 where = "" if ui.read_only() else " or above" if ui.is_demo() else " or below"
-st.caption("Model is the log's model name, plus “ · variant” when its runs on a dataset differ in a setting "
+st.caption("Failures are counted by the pass rule each run was ingested with (its Pass/fail rule column); "
+           "a threshold moved in the sidebar re-judges the other pages, not this table. "
+           "Model is the log's model name, plus “ · variant” when its runs on a dataset differ in a setting "
            "that changes what it was asked (shots, chain of thought, prompt template, filter): each is its own "
            "model on every page. Reruns and dataset parts (subjects, language pairs) are not variants. Pages "
            "count each run's main split unless the Split filter says otherwise. "

@@ -71,7 +71,7 @@ if not instance:
 
 dataset, _, instance_id = instance.partition(":")
 detail = ui.load(q.instance_detail, dataset=dataset, instance_id=instance_id, analyst=analyst,
-                 models=f.models)
+                 models=f.models, thresholds=f.thresholds)
 if not detail:
     st.warning(f"No outcome for question “{md(instance)}” under these filters.")
     st.stop()
@@ -156,4 +156,6 @@ for col, row in zip(st.columns(len(detail)), detail):
             except FaultlineError as exc:
                 st.error(ui.public_message(exc.message))
         elif not row["is_correct"]:
-            st.caption("Not analysed yet.")
+            st.caption("Not analysed yet" + (" — it fails only under the analysis threshold set for this "
+                                            "view; as ingested it passed, so no analysis was made."
+                                            if row["stored_correct"] else "."))

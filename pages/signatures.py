@@ -63,13 +63,13 @@ if not apart.is_empty():
                "cause) and No Model Error (the failure is not the model's): counted apart, never "
                "part of a signature or a test. Share = of all the model's labelled failures.")
     table = apart.select("model", "category", "count", "labelled", "share")
-    show_table(table, name="signature-apart", hide_index=True, column_config=columns.config(
+    show_table(columns.shown(table), name="signature-apart", hide_index=True, column_config=columns.config(
         table.columns, labelled=columns.count("Labelled failures"),
         share=columns.percent("Share of labelled failures")))
 
 st.subheader("Table and human review")
 table = errors.select("model", "category", "count", "failures", "share", "questions", "per_100")
-show_table(table, name="signatures", hide_index=True, column_config=columns.config(
+show_table(columns.shown(table), name="signatures", hide_index=True, column_config=columns.config(
     table.columns, failures=columns.count("Failures with an error type"),
     share=columns.percent("Share of the model's errors")))
 reviews = ui.load(q.review_summary, analyst=analyst, **f.kwargs())

@@ -26,6 +26,13 @@ model = st.selectbox("Model", models, **seed_one("model", models, models[0])) if
 ui.offline_caveat(analyst)
 for by, label in (("dataset", "By dataset"), ("domain", "By domain (e.g. MMLU subject)")):
     st.subheader(label)
+    if by == "dataset" and model:
+        # what the failures below are failures of: the model's result and the line that picks them
+        results = ui.load(stats.model_accuracy, **{**f.kwargs(), "models": [model]}, by="dataset")
+        if not results.is_empty():
+            table = columns.results_table(results).drop("model")
+            show_table(table, name="slices-results", hide_index=True, column_config=columns.config(table.columns))
+            ui.rules_caption(results)
     errors, apart = columns.split_error_types(slices[by].filter(slices[by]["model"] == model))
     if errors.is_empty() and apart.is_empty():
         st.info("No failures classified by this analyst match these filters.")
@@ -40,13 +47,13 @@ for by, label in (("dataset", "By dataset"), ("domain", "By domain (e.g. MMLU su
                    f"failures with an error type in the {by}; shade = that share, so 1/1 is as dark "
                    "as 5/5: read the n before the shade.")
         table = errors.select(by, "category", "count", "failures", "share", "questions", "per_100")
-        show_table(table, name=f"slices-by-{by}", hide_index=True, column_config=columns.config(
+        show_table(columns.shown(table), name=f"slices-by-{by}", hide_index=True, column_config=columns.config(
             table.columns, failures=columns.count(f"Failures with an error type in the {by}"),
             share=columns.percent("Share of the model's errors")))
     if not apart.is_empty():
         table = apart.select(by, "category", "count", "labelled", "share")
         with st.expander(f"Not error types, by {by} (counted apart, never tested)"):
-            show_table(table, name=f"slices-by-{by}-apart", hide_index=True, column_config=columns.config(
+            show_table(columns.shown(table), name=f"slices-by-{by}-apart", hide_index=True, column_config=columns.config(
                 table.columns, labelled=columns.count("Labelled failures"),
                 share=columns.percent("Share of labelled failures")))
 ui.share_link("/slices", {**f.params(), "analyst": analyst, "model": model})

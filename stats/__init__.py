@@ -1,13 +1,16 @@
 """Statistics for comparing models' failures: tests, the pairwise comparison, the HTML report."""
 
 from .compare import CategoryResult, Comparison, compare, pick_analyst, regressions, verdict
-from .signatures import model_accuracy, signature, unequal_questions
+from .headline import accuracy_rows, dataset_rules, model_accuracy, unequal_questions
+from .signatures import signature
 from .tests import (ALPHA, bh, errormap_check, fisher, mcnemar_can_decide, mcnemar_exact,
                     share_difference_ci, wilson)
 
 __all__ = [
     "ALPHA",
     "CategoryResult",
+    "accuracy_rows",
+    "dataset_rules",
     "Comparison",
     "bh",
     "compare",

@@ -15,24 +15,30 @@ from store import FaultlineError
 from store import queries as q
 
 from . import fmt
-from .compare import check_known, compare, regressions, verdict
+from .compare import check_known, compare, mix_lines, regressions, score_lines, verdict
+from .headline import (accuracy_rows, dataset_rules, headline_interval_text, headline_text, is_continuous,
+                       model_accuracy, parse_thresholds, usable_thresholds)
 from .report import build_report
-from .signatures import model_accuracy
 
 _SPLIT_HELP = ("'main' (default): each run's main split, every row of a run without one; "
                "'all': every split; or a split name such as test or valid")
+_THRESHOLD_HELP = ("the analysis threshold of a dataset judged on a continuous score, for this command "
+                   "only: a prediction scoring below X fails (above X for a lower-is-better metric); "
+                   "the stored verdicts stay as ingested. Repeat for several datasets")
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m stats", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
 
-    a = sub.add_parser("accuracy", help="accuracy per model, dataset and split with Wilson 95%% intervals")
+    a = sub.add_parser("accuracy", help="per model, dataset and split: the harness's own number with its "
+                                        "95%% interval, and the failure rate under the analysis threshold")
     a.add_argument("--db", help="database file (default: $FAULTLINE_DB, else data/faultline.duckdb)")
     a.add_argument("--models", nargs="+", default=[])
     a.add_argument("--datasets", nargs="+", default=[])
     a.add_argument("--domains", nargs="+", default=[])
     a.add_argument("--split", default=q.MAIN_SPLIT, help=_SPLIT_HELP)
+    a.add_argument("--threshold", nargs="+", default=[], metavar="DATASET=X", help=_THRESHOLD_HELP)
     a.add_argument("--json", action="store_true", help="print JSON (the summary goes to stderr)")
 
     c = sub.add_parser("compare", help="paired comparison of two models' failures")
@@ -43,6 +49,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--domains", nargs="+", default=[])
     c.add_argument("--analyst", help="whose analyses to use (default: the one with the most)")
     c.add_argument("--split", default=q.MAIN_SPLIT, help=_SPLIT_HELP)
+    c.add_argument("--threshold", nargs="+", default=[], metavar="DATASET=X", help=_THRESHOLD_HELP)
+    c.add_argument("--unpaired", action="store_true",
+                   help="compare error types over every analysed failure of each model, not only on the "
+                        "questions both answered (a difference may then come from which datasets each ran)")
     c.add_argument("--json", action="store_true", help="print JSON (the summary goes to stderr)")
     c.add_argument("--fail-on-regression", action="store_true",
                    help="exit 1 when B is significantly worse than A overall or in a category (q < 0.05)")
@@ -53,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--datasets", nargs="+", default=[])
     r.add_argument("--domains", nargs="+", default=[])
     r.add_argument("--analyst")
+    r.add_argument("--threshold", nargs="+", default=[], metavar="DATASET=X", help=_THRESHOLD_HELP)
     r.add_argument("--out", required=True, help="HTML file to write")
 
     m = sub.add_parser("mcp", help="serve the store read-only to agents over MCP (docs/mcp.md)")
@@ -66,6 +77,19 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _thresholds(con, args) -> dict[str, float]:
+    """--threshold as {dataset: line}, every one checked: a dataset judged on a continuous score,
+    a line inside its scale. Bad ones are refused with the reason (exit 2), never dropped."""
+    try:
+        asked = parse_thresholds(args.threshold)
+    except ValueError as exc:
+        raise FaultlineError(f"--threshold {exc}") from None
+    kept, dropped = usable_thresholds(dataset_rules(con), asked)
+    if dropped:
+        raise FaultlineError("--threshold: " + "; ".join(dropped))
+    return kept
+
+
 def _table(header: list[str], rows: list[list]) -> None:
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
     for row in [header, *rows]:
@@ -75,20 +99,33 @@ def _table(header: list[str], rows: list[list]) -> None:
 def _accuracy(args) -> int:
     with store.read_connection(args.db) as con:
         check_known(con, args.models, args.datasets, args.domains, args.split)
+        thresholds = _thresholds(con, args)
         acc = model_accuracy(con, args.models, args.datasets, args.domains, by="split",
-                             split=args.split)
-    keys = ("model", "dataset", "split", "n", "correct", "accuracy", "ci_low", "ci_high")
-    rows = acc.select(keys).to_dicts()
+                             split=args.split, thresholds=thresholds)
+    rows = accuracy_rows(acc)
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
     else:
-        _table(["model", "dataset", "split", "n", "correct", "accuracy", "95% CI"],
-               [[r["model"], r["dataset"], r["split"] or "-", fmt.count(r["n"]), fmt.count(r["correct"]),
-                 fmt.pct(r["accuracy"]), fmt.interval(r["ci_low"], r["ci_high"], r["n"])] for r in rows])
+        _table(["model", "dataset", "split", "n", "harness's number", "95% CI", "interval",
+                "failures under the analysis threshold"],
+               [[r["model"], r["dataset"], r["split"] or "-", fmt.count(r["n"]), headline_text(r),
+                 headline_interval_text(r), r["headline_interval"] or "-",
+                 f"{fmt.count(r['failures'])} ({fmt.pct(r['failure_rate'])})" if is_continuous(r) else "same number"]
+                for r in acc.iter_rows(named=True)])
+        for r in acc.iter_rows(named=True):
+            if r["headline_note"]:
+                print(f"note: {r['model']} on {r['dataset']}: {r['headline_note']}")
+        rules = dict.fromkeys((r["dataset"], r["analysis_rule"]) for r in acc.iter_rows(named=True)
+                              if is_continuous(r))
+        for dataset, rule in rules:
+            print(f"{dataset}: {rule}; change it with --threshold {dataset}=X")
     which = {q.MAIN_SPLIT: "main split of each run", q.ALL_SPLITS: "all splits"}.get(
         args.split, f"split {args.split}")
+    continuous = sum(1 for r in rows if is_continuous(r))
     print(f"accuracy of {acc['model'].n_unique()} models on {acc['dataset'].n_unique()} datasets "
-          f"({which}): {len(rows)} rows, {int(acc['n'].sum()) if rows else 0} scored predictions",
+          f"({which}): {len(rows)} rows, {int(acc['n'].sum()) if rows else 0} scored predictions"
+          + (f", {continuous} on a continuous metric (mean score; failures under the analysis threshold "
+             "apart)" if continuous else ""),
           file=sys.stderr if args.json else sys.stdout)
     return 0
 
@@ -96,10 +133,11 @@ def _accuracy(args) -> int:
 def _print_table(result) -> None:
     print(f"{result.a} (A) vs {result.b} (B), analyst: {result.analyst or 'none'}")
     print(verdict(result))
+    for line in mix_lines(result):
+        print(f"note: {line}")
     if not result.categories and not result.not_error_types:
         print("No classified failures for these models: run `python -m taxonomy analyze` first.")
-        return
-    if result.categories:
+    elif result.categories:
         header = ["category", "A n", "B n", "A share", "B share", "p_fisher", "q_bh", "p_paired",
                   "p_errormap*", "finding"]
         rows = [[c.category, fmt.count(c.a_count), fmt.count(c.b_count), fmt.pct(c.a_share),
@@ -107,9 +145,11 @@ def _print_table(result) -> None:
                  fmt.p_value(c.p_paired), fmt.p_value(c.p_errormap), c.finding]
                 for c in result.categories]
         _table(header, rows)
-        print(f"Failures with an error type: A {fmt.count(result.a_total)}, B {fmt.count(result.b_total)}"
-              " (shares are of these). * p_errormap is the ErrorMap paper's check, shown for parity "
-              "(it overstates significance).")
+        where = ("every analysed failure (--unpaired)" if result.unpaired
+                 else f"the {fmt.plural(result.n_pairs, 'question')} both answered")
+        print(f"Failures with an error type on {where}: A {fmt.count(result.a_total)}, B "
+              f"{fmt.count(result.b_total)} (shares are of these). * p_errormap is the ErrorMap paper's "
+              "check, shown for parity (it overstates significance).")
     else:
         print("No failure of either model has an error type: nothing to test.")
     if result.not_error_types:
@@ -117,13 +157,22 @@ def _print_table(result) -> None:
               + "; ".join(f"{c.category} A {fmt.count(c.a_count)} ({fmt.pct(c.a_share)}), "
                           f"B {fmt.count(c.b_count)} ({fmt.pct(c.b_share)})"
                           for c in result.not_error_types))
+    if len(result.by_dataset) > 1 or any(d.scores for d in result.by_dataset):
+        print("\nPer dataset (paired questions):")
+        for d in result.by_dataset:
+            print(f"  {d.dataset}: {fmt.plural(d.n_pairs, 'question')}, only A fails {fmt.count(d.a_only_fail)}, "
+                  f"only B fails {fmt.count(d.b_only_fail)}, McNemar p = {fmt.p_value(d.p)}")
+            for line in score_lines(d):
+                print(f"    {line}")
 
 
 def _compare(args) -> int:
     with store.read_connection(args.db) as con:
-        result = compare(con, args.a, args.b, args.datasets, args.domains, args.analyst, args.split)
+        thresholds = _thresholds(con, args)
+        result = compare(con, args.a, args.b, args.datasets, args.domains, args.analyst, args.split,
+                         thresholds=thresholds, unpaired=args.unpaired)
     if args.json:
-        print(json.dumps(result.to_json(), indent=2))
+        print(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
     else:
         _print_table(result)
     summary_to = sys.stderr if args.json else sys.stdout
@@ -135,6 +184,7 @@ def _compare(args) -> int:
         f"{result.pairs_by_content} by question text), A-only failures "
         f"{result.a_only_fail}, B-only {result.b_only_fail}, p = {fmt.p_value(result.p)}, "
         f"{fmt.plural(len(result.categories), 'error type')} tested"
+        + (" on every failure (--unpaired)" if args.unpaired else " on the paired questions")
         + (f", {fmt.plural(len(failed), 'regression')}" if args.fail_on_regression else ""),
         file=summary_to,
     )
@@ -143,7 +193,9 @@ def _compare(args) -> int:
 
 def _report(args) -> int:
     with store.read_connection(args.db) as con:
-        html, summary = build_report(con, args.models, args.datasets, args.domains, args.analyst)
+        thresholds = _thresholds(con, args)
+        html, summary = build_report(con, args.models, args.datasets, args.domains, args.analyst,
+                                     thresholds=thresholds)
     out = Path(args.out)
     try:
         out.write_text(html, encoding="utf-8")

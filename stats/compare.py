@@ -1,10 +1,14 @@
 """Pairwise comparison of two models' failures: the numbers behind `stats compare` and /compare.
 
 Definitions (DESIGN.md, Statistics): pairs are questions both models answered (latest outcome,
-paired by id within the dataset, else by the hash of the question text);
-McNemar exact on the discordant pairs overall and per category; Fisher exact on each category's
-share of each model's classified failures, Benjamini–Hochberg over the categories that occur;
-the ErrorMap paper's one-sided binomial check for parity.
+paired by id within the dataset, else by the hash of the question text); McNemar exact on the
+discordant pairs overall and per category; Fisher exact on each category's share of each model's
+classified failures **on those pairs** (so a difference cannot come from which datasets each
+model ran; `unpaired=True` counts every failure instead, and `mix` says where they lie),
+Benjamini–Hochberg over the categories that occur; the ErrorMap paper's one-sided binomial check
+for parity. The same per dataset (`by_dataset`), where a continuous metric also gets the
+Wilcoxon signed-rank test of the score differences, a seeded paired bootstrap interval of their
+mean, and the failures and paired result at 0.5, 0.7 and 0.9 of the metric's range.
 
 Only error types are tested. The labels that are not a model's error type
 (`taxonomy.NOT_ERROR_TYPES`: Other, Hard to Analyze, No Model Error, Environment Failure) are counted apart
@@ -74,6 +78,86 @@ class LabelCount:
 
 
 @dataclass(frozen=True)
+class ScoreTest:
+    """Continuous scores on the questions both models answered, in one dataset: B − A."""
+
+    metric: str
+    scale_min: float
+    scale_max: float
+    lower_is_better: bool
+    n: int
+    a_mean: float
+    b_mean: float
+    mean_difference: float  # mean of (B's score − A's score)
+    bootstrap_ci_low: float
+    bootstrap_ci_high: float
+    wilcoxon_p: float
+    wilcoxon_n: int  # the non-zero differences the test ranks
+    bootstrap_seed: int = t.BOOTSTRAP_SEED
+    bootstrap_replicates: int = t.BOOTSTRAP_REPLICATES
+    zero_method: str = "wilcox"  # zero differences dropped
+
+
+@dataclass(frozen=True)
+class Sensitivity:
+    """The paired result if the analysis threshold sat at `share` of the metric's range."""
+
+    share: float | None  # None: the line in use, when it is none of the shares
+    line: float
+    a_failures: int
+    b_failures: int
+    a_only_fail: int
+    b_only_fail: int
+    p: float
+
+
+@dataclass(frozen=True)
+class DatasetComparison:
+    """The comparison within one dataset (scales and difficulty differ between datasets)."""
+
+    dataset: str
+    n_pairs: int
+    a_only_fail: int
+    b_only_fail: int
+    p: float
+    a_total: int
+    b_total: int
+    categories: list[CategoryResult] = field(default_factory=list)
+    scores: ScoreTest | None = None
+    sensitivity: list[Sensitivity] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {
+            "dataset": self.dataset, "n_pairs": self.n_pairs,
+            "mcnemar": {"a_only_fail": self.a_only_fail, "b_only_fail": self.b_only_fail, "p": self.p},
+            "a_total": self.a_total, "b_total": self.b_total,
+            "categories": [_category_json(c) for c in self.categories],
+            "scores": None if self.scores is None else {k: _json_number(v) for k, v in asdict(self.scores).items()},
+            "sensitivity": [{k: _json_number(v) for k, v in asdict(x).items()} for x in self.sensitivity],
+        }
+
+
+@dataclass(frozen=True)
+class MixRow:
+    """Where each model's labelled failures lie: all of them, and those on paired questions."""
+
+    dataset: str
+    a_failures: int
+    b_failures: int
+    a_paired: int
+    b_paired: int
+
+
+_CATEGORY_KEYS = ("category", "a_count", "b_count", "a_share", "b_share", "p_fisher", "q_bh",
+                  "p_paired", "p_errormap")
+
+
+def _category_json(c: CategoryResult) -> dict:
+    values = asdict(c)
+    return {k: _json_number(values[k]) for k in _CATEGORY_KEYS}
+
+
+@dataclass(frozen=True)
 class Comparison:
     a: str
     b: str
@@ -96,6 +180,17 @@ class Comparison:
     # every labelled failure: a_total (those with an error type) plus the labels above
     a_labelled: int = 0
     b_labelled: int = 0
+    # error types counted on the questions both answered (the default), or on every failure
+    unpaired: bool = False
+    by_dataset: list[DatasetComparison] = field(default_factory=list)
+    mix: list[MixRow] = field(default_factory=list)
+    thresholds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def mixes_differ(self) -> bool:
+        """Whether some labelled failure of either model lies off the questions both answered
+        (a dataset or question the other model did not answer)."""
+        return any(m.a_failures != m.a_paired or m.b_failures != m.b_paired for m in self.mix)
 
     @property
     def can_decide(self) -> bool:
@@ -109,9 +204,8 @@ class Comparison:
                             infer_schema_length=None)
 
     def to_json(self) -> dict:
-        """The documented `stats compare --json` shape (plus the analyst, filters and totals)."""
-        keys = ("category", "a_count", "b_count", "a_share", "b_share", "p_fisher", "q_bh",
-                "p_paired", "p_errormap")
+        """The documented `stats compare --json` shape (plus the analyst, filters, totals, the
+        per-dataset comparisons and where the failures lie)."""
         return {
             "a": self.a,
             "b": self.b,
@@ -127,9 +221,14 @@ class Comparison:
             "b_labelled": self.b_labelled,
             "mcnemar": {"a_only_fail": self.a_only_fail, "b_only_fail": self.b_only_fail,
                         "p": self.p},
-            "categories": [{k: _json_number(asdict(c)[k]) for k in keys} for c in self.categories],
+            "categories": [_category_json(c) for c in self.categories],
             "not_error_types": [{k: _json_number(v) for k, v in asdict(c).items()}
                                 for c in self.not_error_types],
+            "error_types_on": "all failures" if self.unpaired else "paired questions",
+            "thresholds": dict(sorted(self.thresholds.items())),
+            "mix": [asdict(m) for m in self.mix],
+            "mixes_differ": self.mixes_differ,
+            "by_dataset": [d.to_json() for d in self.by_dataset],
         }
 
     def not_error_frame(self) -> pl.DataFrame:
@@ -170,33 +269,55 @@ def check_known(con, models=(), datasets=(), domains=(), split: str = q.MAIN_SPL
 
 
 def compare(con, a: str, b: str, datasets=None, domains=None, analyst: str | None = None,
-            split: str = q.MAIN_SPLIT) -> Comparison:
-    """Compare model A with model B on the questions both answered."""
+            split: str = q.MAIN_SPLIT, thresholds: dict[str, float] | None = None,
+            unpaired: bool = False, types_by_dataset: bool = True) -> Comparison:
+    """Compare model A with model B on the questions both answered (`thresholds`: the
+    analyst's lines for continuous datasets, as checked by `stats.headline.usable_thresholds`).
+    `types_by_dataset=False` leaves the error-type tests out of `by_dataset` (McNemar and the
+    score tests stay): a page that shows one dataset's at a time asks for that dataset alone,
+    since 18 categories × 30 datasets of Fisher tests cost seconds."""
+    from .headline import dataset_rules, usable_thresholds
+
     datasets, domains = list(datasets or []), list(domains or [])
     check_known(con, [a, b], datasets, domains, split)
     if a == b:
         raise FaultlineError(f"compare two different models (both are {a!r})")
+    rules = dataset_rules(con, datasets or None)
+    thresholds, _ = usable_thresholds(rules, thresholds)
     analyst = pick_analyst(con, analyst, [a, b], datasets, domains, split)
-    paired = q.pair_counts(con, a, b, analyst, datasets, domains, split=split)
-    counts = (
-        q.category_counts(con, analyst, [a, b], datasets, domains, split=split)
-        if analyst else pl.DataFrame(schema={"model": pl.String, "category": pl.String, "count": pl.Int64})
-    )
-    return compare_frames(a, b, analyst, datasets, domains, paired, counts, split)
+    paired = q.pair_counts(con, a, b, analyst, datasets, domains, split=split, thresholds=thresholds or None)
+    empty = pl.DataFrame(schema={"model": pl.String, "dataset": pl.String, "category": pl.String,
+                                 "count": pl.Int64})
+    everywhere = (q.category_counts(con, analyst, [a, b], datasets, domains, split=split,
+                                    thresholds=thresholds or None) if analyst else empty)
+    continuous = {d: r for d, r in rules.items() if r.movable and d in set(paired["dataset"])}
+    scores = (q.paired_scores(con, a, b, sorted(continuous), domains, split=split) if continuous
+              else pl.DataFrame(schema={"dataset": pl.String, "a_score": pl.Float64, "b_score": pl.Float64}))
+    return compare_frames(a, b, analyst, datasets, domains, paired, everywhere, split,
+                          unpaired=unpaired, scores=scores, rules=continuous, thresholds=thresholds,
+                          types_by_dataset=types_by_dataset)
 
 
-def compare_frames(a, b, analyst, datasets, domains, paired: pl.DataFrame,
-                   counts: pl.DataFrame, split: str) -> Comparison:
-    """The statistics, from the pair counts (`store.queries.pair_counts`) and the per-model
-    category counts."""
+def _paired_labels(paired: pl.DataFrame, a: str, b: str) -> pl.DataFrame:
+    """Each model's labelled failures on the paired questions, per dataset and category."""
+    side = []
+    for model, correct, category in ((a, "a_correct", "a_category"), (b, "b_correct", "b_category")):
+        side.append(paired.filter(~pl.col(correct) & pl.col(category).is_not_null())
+                    .group_by("dataset", category).agg(count=pl.col("n").sum())
+                    .select(pl.lit(model).alias("model"), "dataset", pl.col(category).alias("category"),
+                            pl.col("count").cast(pl.Int64)))
+    return pl.concat(side)
+
+
+def _error_types(a: str, b: str, labels: dict, paired: pl.DataFrame) -> dict:
+    """The per-category tests for one set of labelled failures (`labels`: {(model, category):
+    count}) and the pairs they were found on (for the paired McNemar per category)."""
     def total(frame: pl.DataFrame) -> int:
         return int(frame["n"].sum())
 
     a_fail_b_pass = paired.filter(~pl.col("a_correct") & pl.col("b_correct"))
     b_fail_a_pass = paired.filter(pl.col("a_correct") & ~pl.col("b_correct"))
     a_only, b_only = total(a_fail_b_pass), total(b_fail_a_pass)
-
-    labels = {(m, c): n for m, c, n in counts.select("model", "category", "count").iter_rows()}
     a_labelled = sum(n for (m, _), n in labels.items() if m == a)
     b_labelled = sum(n for (m, _), n in labels.items() if m == b)
     # only error types are compared: their shares are of the failures that have one
@@ -214,9 +335,8 @@ def compare_frames(a, b, analyst, datasets, domains, paired: pl.DataFrame,
     # the weaker model fails more of the shared questions; ties go by analysed failures, then to B
     weaker = a if (a_only, a_total) > (b_only, b_total) else b
 
-    cats = sorted({c for (_, c) in by})
     rows = []
-    for c in cats:
+    for c in sorted({c for (_, c) in by}):
         ac, bc = by.get((a, c), 0), by.get((b, c), 0)
         pa, pb = paired_a.get(c, 0), paired_b.get(c, 0)
         if weaker == a:
@@ -242,16 +362,92 @@ def compare_frames(a, b, analyst, datasets, domains, paired: pl.DataFrame,
     for row, qv in zip(rows, t.bh([r["p_fisher"] for r in rows])):
         row["q_bh"] = qv
     rows.sort(key=lambda r: (-abs(r["delta"]) if not math.isnan(r["delta"]) else 0, r["category"]))
+    return dict(a_only=a_only, b_only=b_only, n_pairs=total(paired), a_total=a_total, b_total=b_total,
+                a_labelled=a_labelled, b_labelled=b_labelled, weaker=weaker, not_errors=not_errors,
+                categories=[CategoryResult(**r) for r in rows])
+
+
+def _labels(frame: pl.DataFrame) -> dict:
+    counts: dict = {}
+    for m, c, n in frame.select("model", "category", "count").iter_rows():
+        counts[(m, c)] = counts.get((m, c), 0) + n
+    return counts
+
+
+def compare_frames(a, b, analyst, datasets, domains, paired: pl.DataFrame, everywhere: pl.DataFrame,
+                   split: str, unpaired: bool = False, scores: pl.DataFrame | None = None,
+                   rules: dict | None = None, thresholds: dict[str, float] | None = None,
+                   types_by_dataset: bool = True) -> Comparison:
+    """The statistics, from the pair counts (`store.queries.pair_counts`: per dataset), every
+    labelled failure of the two models per dataset and category (`everywhere`), and the paired
+    scores of the continuous datasets (`rules`: their `stats.headline.DatasetRule`)."""
+    on_pairs = _paired_labels(paired, a, b)
+    pooled = _error_types(a, b, _labels(everywhere if unpaired else on_pairs), paired)
+    by_dataset = []
+    for dataset in sorted(set(paired["dataset"])):
+        mine = paired.filter(pl.col("dataset") == dataset)
+        part = _error_types(a, b, _labels(on_pairs.filter(pl.col("dataset") == dataset)) if types_by_dataset
+                            else {}, mine)
+        rule = (rules or {}).get(dataset)
+        pairs = scores.filter(pl.col("dataset") == dataset) if rule is not None and scores is not None else None
+        score_test, strip = (None, []) if pairs is None or pairs.is_empty() else _scores(
+            pairs, rule, (thresholds or {}).get(dataset, rule.stored))
+        by_dataset.append(DatasetComparison(
+            dataset=dataset, n_pairs=part["n_pairs"], a_only_fail=part["a_only"], b_only_fail=part["b_only"],
+            p=t.mcnemar_exact(part["a_only"], part["b_only"]), a_total=part["a_total"],
+            b_total=part["b_total"], categories=part["categories"], scores=score_test, sensitivity=strip))
     return Comparison(
         a=a, b=b, analyst=analyst, datasets=list(datasets), domains=list(domains), split=split,
-        n_pairs=total(paired),
-        pairs_by_id=total(paired.filter(pl.col("paired_by") == "id")),
-        pairs_by_content=total(paired.filter(pl.col("paired_by") == "content")),
-        a_only_fail=a_only, b_only_fail=b_only,
-        p=t.mcnemar_exact(a_only, b_only), a_total=a_total, b_total=b_total, weaker=weaker,
-        categories=[CategoryResult(**r) for r in rows], not_error_types=not_errors,
-        a_labelled=a_labelled, b_labelled=b_labelled,
+        n_pairs=pooled["n_pairs"],
+        pairs_by_id=int(paired.filter(pl.col("paired_by") == "id")["n"].sum()),
+        pairs_by_content=int(paired.filter(pl.col("paired_by") == "content")["n"].sum()),
+        a_only_fail=pooled["a_only"], b_only_fail=pooled["b_only"],
+        p=t.mcnemar_exact(pooled["a_only"], pooled["b_only"]), a_total=pooled["a_total"],
+        b_total=pooled["b_total"], weaker=pooled["weaker"], categories=pooled["categories"],
+        not_error_types=pooled["not_errors"], a_labelled=pooled["a_labelled"],
+        b_labelled=pooled["b_labelled"], unpaired=unpaired, by_dataset=by_dataset,
+        mix=_mix(a, b, everywhere, on_pairs), thresholds=dict(thresholds or {}),
     )
+
+
+def _mix(a: str, b: str, everywhere: pl.DataFrame, on_pairs: pl.DataFrame) -> list[MixRow]:
+    """Per dataset, each model's labelled failures in all and on the paired questions."""
+    def per(frame: pl.DataFrame, model: str) -> dict:
+        return dict(frame.filter(pl.col("model") == model).group_by("dataset")
+                    .agg(pl.col("count").sum()).iter_rows())
+
+    every_a, every_b, pair_a, pair_b = per(everywhere, a), per(everywhere, b), per(on_pairs, a), per(on_pairs, b)
+    return [MixRow(d, every_a.get(d, 0), every_b.get(d, 0), pair_a.get(d, 0), pair_b.get(d, 0))
+            for d in sorted(set(every_a) | set(every_b))]
+
+
+def _scores(frame: pl.DataFrame, rule, line: float | None) -> tuple[ScoreTest, list[Sensitivity]]:
+    """Wilcoxon, the paired bootstrap and the sensitivity strip for one dataset's paired scores."""
+    import numpy as np
+
+    from .headline import SENSITIVITY
+
+    a_scores = frame["a_score"].to_numpy()
+    b_scores = frame["b_score"].to_numpy()
+    diff = b_scores - a_scores
+    mean, low, high = t.paired_bootstrap(diff)
+    p, ranked = t.wilcoxon_signed_rank(diff)
+    test = ScoreTest(metric=rule.metric, scale_min=rule.low, scale_max=rule.high,
+                     lower_is_better=rule.lower_is_better, n=len(diff), a_mean=float(a_scores.mean()),
+                     b_mean=float(b_scores.mean()), mean_difference=mean, bootstrap_ci_low=low,
+                     bootstrap_ci_high=high, wilcoxon_p=p, wilcoxon_n=ranked)
+    lines = [(share, rule.line(share)) for share in SENSITIVITY]
+    if line is not None and not any(math.isclose(line, v, abs_tol=1e-9) for _, v in lines):
+        lines.append((None, line))
+    strip = []
+    for share, value in sorted(lines, key=lambda x: x[1]):
+        a_fail = a_scores > value if rule.lower_is_better else a_scores < value
+        b_fail = b_scores > value if rule.lower_is_better else b_scores < value
+        a_only, b_only = int(np.sum(a_fail & ~b_fail)), int(np.sum(b_fail & ~a_fail))
+        strip.append(Sensitivity(share=share, line=value, a_failures=int(a_fail.sum()),
+                                 b_failures=int(b_fail.sum()), a_only_fail=a_only, b_only_fail=b_only,
+                                 p=t.mcnemar_exact(a_only, b_only)))
+    return test, strip
 
 
 def pairing(c: Comparison) -> str:
@@ -280,6 +476,46 @@ def verdict(c: Comparison) -> str:
     better = c.b if worse == c.a else c.a
     return (f"{head}: {worse} fails significantly more often than {better} "
             f"(McNemar exact p = {fmt.p_value(c.p)}).")
+
+
+def mix_lines(result: Comparison) -> list[str]:
+    """Where the two models' labelled failures lie, when some are off the paired questions."""
+    if not result.mixes_differ:
+        return []
+    a_off = [(m.dataset, m.a_failures - m.a_paired) for m in result.mix if m.a_failures > m.a_paired]
+    b_off = [(m.dataset, m.b_failures - m.b_paired) for m in result.mix if m.b_failures > m.b_paired]
+
+    def where(off):
+        return ", ".join(f"{d} {fmt.count(n)}" for d, n in off) or "none"
+
+    a_all, b_all = sum(m.a_failures for m in result.mix), sum(m.b_failures for m in result.mix)
+    a_paired, b_paired = sum(m.a_paired for m in result.mix), sum(m.b_paired for m in result.mix)
+    counted = ("every failure is counted (--unpaired): differences may come from these datasets"
+               if result.unpaired else "error types are compared on the paired questions only")
+    return [f"the two models' labelled failures come from different question sets: A {fmt.count(a_paired)} "
+            f"of {fmt.count(a_all)} on questions both answered (others: {where(a_off)}), B "
+            f"{fmt.count(b_paired)} of {fmt.count(b_all)} (others: {where(b_off)}); {counted}"]
+
+
+def score_lines(d: DatasetComparison) -> list[str]:
+    """A dataset's continuous-score tests and its sensitivity strip, as text."""
+    if d.scores is None:
+        return []
+    sc = d.scores
+    span = (sc.scale_min, sc.scale_max)
+    out = [f"{sc.metric} (scale {fmt.span(*span)}{', lower is better' if sc.lower_is_better else ''}): "
+           f"mean A {fmt.score(sc.a_mean, *span)}, B {fmt.score(sc.b_mean, *span)}, B − A "
+           f"{fmt.signed_score(sc.mean_difference, *span)} (95% paired bootstrap "
+           f"{fmt.score_interval(sc.bootstrap_ci_low, sc.bootstrap_ci_high, *span, signed=True)}, "
+           f"{fmt.count(sc.bootstrap_replicates)} resamples, seed {sc.bootstrap_seed}); Wilcoxon signed-rank "
+           f"p = {fmt.p_value(sc.wilcoxon_p)} on {fmt.plural(sc.wilcoxon_n, 'non-zero difference')} "
+           "(zero differences dropped)"]
+    for x in d.sensitivity:
+        at = f"{x.share:g} of the range" if x.share is not None else "the line in use"
+        out.append(f"failures at {fmt.number(x.line)} ({at}): A {fmt.count(x.a_failures)}, B "
+                   f"{fmt.count(x.b_failures)}; only A {fmt.count(x.a_only_fail)}, only B "
+                   f"{fmt.count(x.b_only_fail)}, McNemar p = {fmt.p_value(x.p)}")
+    return out
 
 
 def regressions(c: Comparison) -> list[str]:

@@ -15,6 +15,8 @@ D3_PERCENT = ".1%"
 D3_COUNT = ",d"
 # the smallest p a float can hold is ~5e-324; a p-value that underflowed to 0 is "below 1e-300"
 P_FLOOR = "< 1e-300"
+# the significance line every verdict uses (stats.tests.ALPHA): a p or q is never printed onto it
+SIGNIFICANCE = 0.05
 
 
 def _missing(v) -> bool:
@@ -61,7 +63,9 @@ def interval(low, high, n: int) -> str:
 
 
 def p_value(v) -> str:
-    """A p-value with two significant digits: 0.042, 0.31, 1, 9.0e-05 — never "0"."""
+    """A p- or q-value with two significant digits: 0.042, 0.31, 1, 9.0e-05 — never "0", and
+    never "0.05" for a value that is not 0.05: one that rounds onto the significance line gets
+    the digits that tell its side (0.0501, 0.0496)."""
     if _missing(v):
         return "–"
     if v == 0:
@@ -70,7 +74,12 @@ def p_value(v) -> str:
         return "1"
     if v < 1e-3:
         return f"{v:.1e}"  # 9.0e-05: the second digit kept even when it is 0
-    return f"{v:.2g}"
+    digits = 2
+    text = f"{v:.{digits}g}"
+    while float(text) == SIGNIFICANCE and v != SIGNIFICANCE and digits < 8:
+        digits += 1
+        text = f"{v:.{digits}g}"
+    return text
 
 
 def plural(n: int, one: str, many: str | None = None) -> str:
@@ -138,21 +147,102 @@ def gold(refs, choices=None) -> str:
 
 
 def number(v) -> str:
-    """A score as logged, without float noise: 1, 0.75, 3.5, 0.6667."""
+    """A score as logged, without float noise: 1, 0.75, 3.5, 0.6667, 2.2e-308, 1e+300."""
     if _missing(v):
         return "–"
     return f"{v:.4g}"
 
 
-def pass_rule(metric: str | None, threshold, metric_max, lower_is_better, scale_source) -> str:
-    """How a run's score became pass/fail: "pass when exact_match ≥ 0.7 (scale 0–1, from the registry)"."""
+def span(low, high) -> str:
+    """A metric's scale as printed everywhere: "1–5", "0–1", "0–100"; "unknown scale" without
+    a top, "up to 5" without a known bottom (a store from before migration 010)."""
+    if _missing(high):
+        return "unknown scale"
+    if _missing(low):
+        return f"up to {number(high)}"
+    return f"{number(low)}–{number(high)}"
+
+
+def score_decimals(low, high) -> int | None:
+    """Decimals a mean score on this scale is printed with: 3 on 0–1 (F1 0.339), 2 on 1–5
+    (a jury mean 4.48) or 0–10, 1 on 0–100 (BLEU 42.1); None when the scale is unknown."""
+    if _missing(low) or _missing(high) or not high > low:
+        return None
+    return max(0, 3 - math.ceil(math.log10(high - low)))
+
+
+def score(v, low=None, high=None) -> str:
+    """A score or a mean score in its metric's own units, as many decimals as its scale merits
+    (rounded): 0.339, 4.48, 42.1; `.4g` when the scale is unknown."""
+    if _missing(v):
+        return "–"
+    d = score_decimals(low, high)
+    return number(v) if d is None else f"{v:.{d}f}"
+
+
+def headline(v, as_rate: bool, low=None, high=None) -> str:
+    """The harness's own number in its own units: a rate as a percentage (54.5%), a mean score
+    with its scale (4.48 of 1–5, 0.339 of 0–1)."""
+    if _missing(v):
+        return "–"
+    return pct(v) if as_rate else f"{score(v, low, high)} of {span(low, high)}"
+
+
+def signed_score(v, low=None, high=None) -> str:
+    """A difference of scores with its sign, in the metric's units: +0.12, −1.15, ±0."""
+    if _missing(v):
+        return "–"
+    text = score(abs(v), low, high)
+    return ("±" if float(text) == 0 else "+" if v > 0 else "−") + text
+
+
+def score_interval(low_v, high_v, low=None, high=None, signed: bool = False) -> str:
+    """A 95% interval of a mean score, in its units: "4.31–4.62"; of a difference, signed and
+    joined by "to": "−1.27 to −1.03"."""
+    if _missing(low_v) or _missing(high_v):
+        return "–"
+    if signed:
+        return f"{signed_score(low_v, low, high)} to {signed_score(high_v, low, high)}"
+    return f"{score(low_v, low, high)}–{score(high_v, low, high)}"
+
+
+def relative(threshold, low, high, lower_is_better: bool = False) -> float | None:
+    """Where a threshold sits on its scale, as ErrorMap counts it: 0.7 for 3.8 on 1–5; for a
+    lower-is-better metric, the share of the way from the top (0.7 for 0.3 on 0–1)."""
+    if _missing(threshold) or _missing(low) or _missing(high) or not high > low:
+        return None
+    share = (threshold - low) / (high - low)
+    return round(1 - share if lower_is_better else share, 6)
+
+
+def failure_rule(threshold, low, high, lower_is_better: bool = False, set_by: str | None = None) -> str:
+    """The analysis threshold in words, with where it comes from: "failures: score < 3.8 of 1–5
+    — ErrorMap's 0.7 of the range". `set_by`: None (the default line, ErrorMap's 0.7 of the
+    range), "ingest" (--pass-threshold when the logs were read) or "you" (set for this view)."""
+    if _missing(threshold):
+        return "failures: the log's own verdicts"
+    op = ">" if lower_is_better else "<"
+    where = relative(threshold, low, high, lower_is_better)
+    share = f"{where:g} of the range" if where is not None else "on an unknown scale"
+    why = {None: f"ErrorMap's {share}", "ingest": f"--pass-threshold at ingest, {share}",
+           "you": f"set for this view, {share}"}.get(set_by, share)
+    return f"failures: score {op} {number(threshold)} of {span(low, high)} — {why}"
+
+
+def pass_rule(metric: str | None, threshold, metric_max, lower_is_better, scale_source,
+              metric_min=None, binary: bool = False) -> str:
+    """How a run's score became pass/fail: "pass = correct (exact_match is 0/1, from the
+    registry)" for a 0/1 metric, else "pass when aci_bench_accuracy ≥ 3.8 (scale 1–5, from the
+    helm display name)"."""
     if not metric:
         return "the log's own verdict"
+    source = f", from the {scale_source}" if scale_source else ""
+    if binary:
+        return f"pass = correct ({metric} is 0/1{source})"
     if _missing(threshold):
         return f"the log's verdict on {metric}"
     op = "≤" if lower_is_better else "≥"
-    scale = f"scale 0–{number(metric_max)}" if not _missing(metric_max) else "scale unknown"
-    source = f", from the {scale_source}" if scale_source else ""
+    scale = f"scale {span(metric_min, metric_max)}" if not _missing(metric_max) else "scale unknown"
     return f"pass when {metric} {op} {number(threshold)} ({scale}{source})"
 
 

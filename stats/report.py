@@ -17,11 +17,12 @@ from store import FaultlineError
 from store import queries as q
 
 from . import svg
-from .compare import check_known, compare, pick_analyst, verdict
+from .compare import check_known, compare, mix_lines, pick_analyst, score_lines, verdict
 from taxonomy.catalog import NOT_ERROR_TYPES
 
 from . import fmt
-from .signatures import model_accuracy, signature, unequal_questions
+from .headline import headline_interval_text, headline_text, is_continuous, model_accuracy, unequal_questions
+from .signatures import signature
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:2rem;max-width:1100px;color:#222}
@@ -55,45 +56,32 @@ def _table(header: list[str], rows: list[list], styles: list[list[str]] | None =
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
 
 
-def build_report(con, models=None, datasets=None, domains=None, analyst=None) -> tuple[str, str]:
-    """Return (html, one-line summary)."""
+def build_report(con, models=None, datasets=None, domains=None, analyst=None,
+                 thresholds: dict[str, float] | None = None) -> tuple[str, str]:
+    """Return (html, one-line summary). `thresholds`: the analysis thresholds of continuous
+    datasets (checked by `stats.headline.usable_thresholds`), as the dashboard's view sets them."""
     if not q.has_data(con):
         raise FaultlineError("the database holds no runs; load logs with `python -m ingest PATH`")
     check_known(con, models, datasets, domains)
-    acc = model_accuracy(con, models, datasets, domains, by="dataset")
+    thresholds = thresholds or {}
+    acc = model_accuracy(con, models, datasets, domains, by="dataset", thresholds=thresholds)
     if acc.is_empty():
         raise FaultlineError("no scored predictions match these models/datasets/domains")
     names = sorted(set(acc["model"].to_list()))
     analyst = pick_analyst(con, analyst, names, datasets, domains)
 
+    moved = "; ".join(f"{d} {fmt.number(v)}" for d, v in sorted(thresholds.items()))
     parts = [f"<h1>Faultline report</h1><p class=note>Generated "
              f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC. Filters: datasets "
              f"{_e(', '.join(datasets or []) or 'all')}; domains {_e(', '.join(domains or []) or 'all')}; "
-             f"analyst {_e(analyst or 'none')}.</p>"]
-
-    parts.append("<h2>Accuracy</h2><p class=note>Per dataset: datasets differ in difficulty, so "
-                 "pooling them would mislead.</p>")
-    acc = acc.sort(["dataset", "accuracy", "model"], descending=[False, True, False])
-    parts.append(svg.intervals(
-        [(f"{d} · {m}", a, lo, hi) for m, d, a, lo, hi in
-         acc.select("model", "dataset", "accuracy", "ci_low", "ci_high").iter_rows()],
-        "Accuracy per model and dataset", "accuracy (dot) with its 95% Wilson interval"))
-    parts.append(_table(
-        ["model", "dataset", "questions", "correct", "accuracy (pooled)", "95% Wilson interval",
-         "HELM headline (mean over subjects)"],
-        [[m, d, fmt.count(n), fmt.count(k), fmt.pct(a), fmt.interval(lo, hi, n), fmt.pct(h)]
-         for m, d, n, k, a, lo, hi, h in acc.select(
-             "model", "dataset", "n", "correct", "accuracy", "ci_low", "ci_high", "helm_headline").iter_rows()],
-    ))
-    for line in unequal_questions(acc):
-        parts.append(f"<p class=note>Models answered different numbers of questions on {_e(line)}: "
-                     "their accuracies are over different question sets.</p>")
-
+             f"analyst {_e(analyst or 'none')}"
+             + (f"; analysis thresholds set for this report: {_e(moved)}" if moved else "") + ".</p>"]
+    parts.append(_results(acc))
     parts.append("<h2>Failure signatures</h2>")
     if analyst is None:
         parts.append("<p>No analysed failures yet: run <code>python -m taxonomy analyze --analyst offline</code>.</p>")
     else:
-        sig = signature(con, analyst, names, datasets, domains)
+        sig = signature(con, analyst, names, datasets, domains, thresholds=thresholds)
         errors, apart = sig.filter(pl.col("error_type")), sig.filter(~pl.col("error_type"))
         cats = sorted(set(errors["category"]))
         cell = {(m, c): (n, s) for m, c, n, s in errors.select("model", "category", "count", "share").iter_rows()}
@@ -129,33 +117,86 @@ def build_report(con, models=None, datasets=None, domains=None, analyst=None) ->
     unpaired = []
     # disable=None: a bar on a terminal, nothing in logs
     for a, b in tqdm(pairs, desc="comparing", file=sys.stderr, disable=None if len(pairs) >= 10 else True):
-        c = compare(con, a, b, datasets, domains, analyst)
+        c = compare(con, a, b, datasets, domains, analyst, thresholds=thresholds, types_by_dataset=False)
         if c.n_pairs == 0:
             unpaired.append(f"{a} / {b}")
             continue
         parts.append(f"<h3>{_e(a)} (A) vs {_e(b)} (B)</h3><p>{_e(verdict(c))}</p>")
+        parts += [f"<p class=note>{_e(line)}</p>" for line in mix_lines(c)]
+        if len(c.by_dataset) > 1 or any(d.scores for d in c.by_dataset):
+            parts.append(_table(
+                ["dataset", "questions both answered", "only A fails", "only B fails", "McNemar p",
+                 "scores (continuous metrics)"],
+                [[d.dataset, fmt.count(d.n_pairs), fmt.count(d.a_only_fail), fmt.count(d.b_only_fail),
+                  fmt.p_value(d.p), " · ".join(score_lines(d)) or "–"] for d in c.by_dataset]))
         if c.categories:
             parts.append(svg.intervals(
                 [(r.category, r.delta, r.delta_low, r.delta_high) for r in c.categories
                  if r.delta == r.delta],
                 f"{a} vs {b}: difference in category shares",
                 f"share in {b} − share in {a} (Newcombe 95% interval)", signed=True))
+            parts.append(f"<p class=note>Error types on the {fmt.plural(c.n_pairs, 'question')} both "
+                         f"answered: A {fmt.count(c.a_total)}, B {fmt.count(c.b_total)} failures with an "
+                         "error type.</p>")
             parts.append(_table(
                 ["category", "A n", "B n", "A share", "B share", "p_fisher", "q_bh", "p_paired",
                  "p_errormap (paper's check)"],
-                [[r.category, r.a_count, r.b_count, fmt.pct(r.a_share), fmt.pct(r.b_share),
+                [[r.category, fmt.count(r.a_count), fmt.count(r.b_count), fmt.pct(r.a_share), fmt.pct(r.b_share),
                   fmt.p_value(r.p_fisher), fmt.p_value(r.q_bh), fmt.p_value(r.p_paired), fmt.p_value(r.p_errormap)]
                  for r in c.categories],
             ))
     if unpaired:
         parts.append(f"<p class=note>Not compared (no question answered by both): {_e('; '.join(unpaired))}.</p>")
     if analyst is not None:
-        parts.append(_examples(con, analyst, names, datasets, domains))
+        parts.append(_examples(con, analyst, names, datasets, domains, thresholds))
     body = "".join(parts)
     doc = (f"<!doctype html><html><head><meta charset=utf-8><title>Faultline report</title>"
            f"<style>{_CSS}</style></head><body>{body}</body></html>")
     compared = len(pairs) - len(unpaired)
     return doc, f"{len(names)} models, {compared} comparisons, analyst {analyst or 'none'}"
+
+
+def _results(acc: pl.DataFrame) -> str:
+    """Each model's result per dataset: the harness's own number in its metric and scale with
+    its interval, and, for a continuous metric, the failure rate under the analysis threshold
+    apart with its rule — one chart per dataset, on that dataset's scale."""
+    parts = ["<h2>Results</h2><p class=note>Per dataset (datasets differ in difficulty and scale, so "
+             "pooling them would mislead). <b>Harness's number</b>: the harness's own headline in its "
+             "own metric and scale (a pass rate, a mean score; for a dataset HELM runs domain by "
+             "domain, the mean of the domains' numbers), with its 95% interval (Wilson for a pass "
+             "rate, Student t for a mean). <b>Failures under the analysis threshold</b>: for a "
+             "continuous metric, the share of questions scoring below the line that picks which "
+             "predictions are analysed (ErrorMap's 0.7 of the range unless set otherwise) — not the "
+             "harness's number. For a 0/1 metric the two are one number.</p>"]
+    acc = acc.sort(["dataset", "headline", "model"], descending=[False, True, False], nulls_last=True)
+    for (dataset,), group in acc.group_by("dataset", maintain_order=True):
+        rows = group.to_dicts()
+        first = rows[0]
+        rate = bool(first["headline_as_rate"])
+        scale = None if rate else (first["scale_min"], first["scale_max"])
+        continuous = [r for r in rows if is_continuous(r)]
+        parts.append(f"<h3 class=dataset>{_e(dataset)}</h3>")
+        if scale is None or None not in scale:
+            parts.append(svg.intervals(
+                [(r["model"], r["headline"], r["headline_ci_low"], r["headline_ci_high"]) for r in rows],
+                f"{dataset}: the harness's number", f"{first['headline_of'] or 'headline'} with its 95% interval",
+                scale=scale, marker=None if rate or not continuous else continuous[0]["analysis_threshold"]))
+        parts.append(_table(
+            ["model", "questions", "harness's number", "95% interval", "interval", "failures under the analysis threshold"],
+            [[r["model"], fmt.count(r["n"]), headline_text(r), headline_interval_text(r),
+              r["headline_interval"] or "–",
+              f"{fmt.count(r['failures'])} ({fmt.pct(r['failure_rate'])}, 95% "
+              f"{fmt.interval(r['failure_ci_low'], r['failure_ci_high'], r['n'])})" if is_continuous(r)
+              else "same number"] for r in rows]))
+        for rule in dict.fromkeys(r["analysis_rule"] for r in continuous):
+            parts.append(f"<p class=note>{_e(rule)}.</p>")
+        for r in rows:
+            if r["headline_note"]:
+                parts.append(f"<p class=note>{_e(r['model'])}: {_e(r['headline_note'])}.</p>")
+    for line in unequal_questions(acc):
+        parts.append(f"<p class=note>Models answered different numbers of questions on {_e(line)}: "
+                     "their numbers are over different question sets.</p>")
+    return "".join(parts)
 
 
 def _marked(output: str, quote: str | None) -> str:
@@ -172,10 +213,10 @@ def _cut(text: str | None, limit: int = EXCERPT_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + f" […{len(text) - limit:,} more characters]"
 
 
-def _examples(con, analyst: str, models, datasets, domains) -> str:
+def _examples(con, analyst: str, models, datasets, domains, thresholds: dict[str, float]) -> str:
     """A few failures of each leading category: the question, what the model wrote with the
     analyst's evidence marked, and the analyst's title and summary."""
-    sig = signature(con, analyst, models, datasets, domains)
+    sig = signature(con, analyst, models, datasets, domains, thresholds=thresholds)
     # error types first (most failures first), then the labels that are not error types
     totals = [(neg, c) for _, neg, c in sorted((c in NOT_ERROR_TYPES, -n, c) for c, n in sig.group_by(
         "category").agg(n=pl.col("count").sum()).select("category", "n").iter_rows())]
@@ -183,7 +224,7 @@ def _examples(con, analyst: str, models, datasets, domains) -> str:
              f"{EXAMPLES_PER_CATEGORY} per category, from different models where possible; "
              "the analyst's evidence quote is marked in the output.</p>"]
     for neg, category in totals[:LEADING_CATEGORIES]:
-        rows = q.instance_list(con, analyst, models, datasets, domains, category=category,
+        rows = q.instance_list(con, analyst, models, datasets, domains, category=category, thresholds=thresholds,
                                outcome="failed", limit=200)
         picked, seen = [], set()
         for pass_ in (0, 1):  # first one per model, then fill up
@@ -195,7 +236,7 @@ def _examples(con, analyst: str, models, datasets, domains) -> str:
                     seen.add(m)
         parts.append(f"<h3 class=category>{_e(category)} ({fmt.plural(-neg, 'failure')})</h3>")
         for d, i, m in picked:
-            detail = next(iter(q.instance_detail(con, d, i, analyst, models=[m])), None)
+            detail = next(iter(q.instance_detail(con, d, i, analyst, models=[m], thresholds=thresholds)), None)
             if detail is None:
                 continue
             criteria = detail["required_criteria"] if isinstance(detail["required_criteria"], list) else []

@@ -1,4 +1,4 @@
-"""Per-model rates: accuracy with Wilson intervals and failure signatures (category shares)."""
+"""Failure signatures: each model's classified failures per category (count, share, per 100 questions)."""
 
 from __future__ import annotations
 
@@ -7,50 +7,10 @@ import polars as pl
 from store import queries as q
 from taxonomy.catalog import NOT_ERROR_TYPES
 
-from .tests import wilson
-
-
-def model_accuracy(con, models=None, datasets=None, domains=None, by: str | None = None,
-                   split: str = q.MAIN_SPLIT) -> pl.DataFrame:
-    """model, [dataset, [split,]] n, correct, accuracy, ci_low, ci_high (Wilson 95%).
-
-    `accuracy` is pooled over the questions. By dataset, also `helm_headline` and `n_domains`:
-    HELM's own headline for a dataset it splits into runs per subject (MMLU: one run per
-    subject) is the mean of the runs' accuracies, not the pooled rate (with one subject the two
-    are equal); NULL for logs of other harnesses, whose headline is the pooled rate.
-    """
-    acc = q.accuracy(con, models, datasets, domains, by=by, split=split)
-    cis = [wilson(k, n) for k, n in zip(acc["correct"], acc["n"])]
-    acc = acc.with_columns(
-        accuracy=pl.col("correct") / pl.col("n"),
-        ci_low=pl.Series([c[0] for c in cis], dtype=pl.Float64),
-        ci_high=pl.Series([c[1] for c in cis], dtype=pl.Float64),
-    )
-    if by != "dataset":
-        return acc
-    per_domain = q.domain_accuracy(con, models, datasets, domains, split=split)
-    headline = (per_domain.group_by("model", "dataset")
-                .agg(mean=(pl.col("correct") / pl.col("n")).mean(), n_domains=pl.len(),
-                     helm=pl.col("helm").all())
-                .select("model", "dataset", "n_domains",
-                        helm_headline=pl.when(pl.col("helm")).then(pl.col("mean"))))
-    return acc.join(headline, on=["model", "dataset"], how="left")
-
-
-def unequal_questions(acc: pl.DataFrame) -> list[str]:
-    """Datasets whose models answered different numbers of questions, e.g. "mmlu: 981 vs 1,018
-    questions": their accuracies are over different question sets."""
-    out = []
-    for (dataset,), group in acc.group_by("dataset", maintain_order=True):
-        sizes = sorted(set(group["n"].to_list()))
-        if len(sizes) > 1:
-            shown = " vs ".join(f"{n:,}" for n in sizes) if len(sizes) <= 4 else f"{sizes[0]:,} to {sizes[-1]:,}"
-            out.append(f"{dataset}: {shown} questions")
-    return out
-
 
 def signature(con, analyst: str, models=None, datasets=None, domains=None,
-              by: str | None = None, split: str = q.MAIN_SPLIT) -> pl.DataFrame:
+              by: str | None = None, split: str = q.MAIN_SPLIT,
+              thresholds: dict[str, float] | None = None) -> pl.DataFrame:
     """Each model's classified failures per category: count, share and count per 100 questions
     it answered (within the `by` slice when given).
 
@@ -63,7 +23,8 @@ def signature(con, analyst: str, models=None, datasets=None, domains=None,
     Columns: model, [by,] category, error_type, count, failures, labelled, share, questions, per_100.
     """
     keys = ["model"] + ([by] if by else [])
-    counts = q.signature_counts(con, analyst, models, datasets, domains, by=by, split=split)
+    counts = q.signature_counts(con, analyst, models, datasets, domains, by=by, split=split,
+                                thresholds=thresholds)
     if by:
         # a missing slice value is still a slice; name it so charts and tables keep it
         counts = counts.with_columns(pl.col(by).fill_null("(none)"))

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from html import escape
 
-from .fmt import pct as fmt_pct
+from .fmt import pct as fmt_pct, score as fmt_score, signed_pct as fmt_signed
 
 RED = (214, 39, 40)
+RGB_RED = f"rgb{RED}"
 BLUE = "#1f77b4"
 FONT = 'font-family="system-ui,sans-serif" font-size="12"'
 ROUND_SPANS = (0.1, 0.2, 0.4, 0.5, 0.6, 0.8, 1.0)
@@ -60,36 +61,66 @@ def heatmap(rows: list[str], cols: list[str], cells: dict[tuple[str, str], tuple
 
 
 def intervals(rows: list[tuple[str, float, float, float]], title: str, axis: str,
-              signed: bool = False) -> str:
-    """One row per (label, value, low, high): a dot with its interval, on 0–1 (or around 0)."""
+              signed: bool = False, scale: tuple[float, float] | None = None,
+              marker: float | None = None) -> str:
+    """One row per (label, value, low, high): a dot with its interval, on 0–1 as percentages
+    (or around 0, signed), or on a metric's own `scale` (LOW, HIGH) in its units, with an
+    optional dashed `marker` line (the analysis threshold). Tooltips print with stats/fmt.py,
+    like every table; an interval end that is missing draws no line."""
     left, top, plot, rh = 300, 24, 420, 24
     width, height = left + plot + 40, top + rh * len(rows) + 46
     bottom = top + rh * len(rows)
-    fmt = "{:+.0%}" if signed else "{:.0%}"
     if signed:
         # the smallest round span that holds every interval: ticks at ±span and ±span/2 are round
-        widest = max([abs(x) for _, *vals in rows for x in vals if x == x] + [0.0])
+        widest = max([abs(x) for _, *vals in rows for x in vals if x is not None and x == x] + [0.0])
         span = next((s for s in ROUND_SPANS if s >= widest), 1.0)
         lo_end, hi_end = -span, span
+
+        def tick(v: float) -> str:
+            return f"{v:+.0%}" if v else "0%"
+        label = fmt_signed
+    elif scale is not None:
+        lo_end, hi_end = scale
+
+        def tick(v: float) -> str:
+            return f"{v:g}"
+
+        def label(v: float) -> str:
+            return fmt_score(v, lo_end, hi_end)
     else:
         lo_end, hi_end = 0.0, 1.0
 
+        def tick(v: float) -> str:
+            return f"{v:.0%}"
+        label = fmt_pct
+
     def sx(v: float) -> float:
-        return left + (v - lo_end) / (hi_end - lo_end) * plot
+        return left + (min(max(v, lo_end), hi_end) - lo_end) / (hi_end - lo_end) * plot
+
+    def missing(v) -> bool:
+        return v is None or v != v
 
     body = []
     for k in range(5):
         v = lo_end + (hi_end - lo_end) * k / 4
         body.append(f'<line x1="{sx(v):.1f}" x2="{sx(v):.1f}" y1="{top - 6}" y2="{bottom}" '
                     f'stroke="{"#888" if signed and k == 2 else "#ddd"}"/>'
-                    f'<text x="{sx(v):.1f}" y="{bottom + 16}" text-anchor="middle">{fmt.format(v) if v else "0%"}</text>')
-    for i, (label, v, lo, hi) in enumerate(rows):
+                    f'<text x="{sx(v):.1f}" y="{bottom + 16}" text-anchor="middle">{_t(tick(v))}</text>')
+    if marker is not None:
+        body.append(f'<line x1="{sx(marker):.1f}" x2="{sx(marker):.1f}" y1="{top - 6}" y2="{bottom}" '
+                    f'stroke="{RGB_RED}" stroke-dasharray="4 3"><title>analysis threshold {_t(label(marker))}'
+                    '</title></line>')
+    for i, (name, v, lo, hi) in enumerate(rows):
         y = top + i * rh + rh / 2
-        colour = f"rgb{RED}" if signed and v > 0 else BLUE
-        body.append(
-            f'<text x="{left - 8}" y="{y + 4:.0f}" text-anchor="end">{_t(_short(label, 44))}</text>'
-            f'<line x1="{sx(lo):.1f}" x2="{sx(hi):.1f}" y1="{y:.1f}" y2="{y:.1f}" stroke="{colour}" stroke-width="2"/>'
-            f'<circle cx="{sx(v):.1f}" cy="{y:.1f}" r="5" fill="{colour}"><title>{_t(label)}: '
-            f'{fmt.format(v)} ({fmt.format(lo)} to {fmt.format(hi)})</title></circle>')
+        colour = RGB_RED if signed and v > 0 else BLUE
+        body.append(f'<text x="{left - 8}" y="{y + 4:.0f}" text-anchor="end">{_t(_short(name, 44))}</text>')
+        if not (missing(lo) or missing(hi)):
+            body.append(f'<line x1="{sx(lo):.1f}" x2="{sx(hi):.1f}" y1="{y:.1f}" y2="{y:.1f}" '
+                        f'stroke="{colour}" stroke-width="2"/>')
+        if missing(v):
+            continue
+        around = "" if missing(lo) or missing(hi) else f" ({_t(label(lo))} to {_t(label(hi))})"
+        body.append(f'<circle cx="{sx(v):.1f}" cy="{y:.1f}" r="5" fill="{colour}"><title>{_t(name)}: '
+                    f'{_t(label(v))}{around}</title></circle>')
     body.append(f'<text x="{left + plot / 2:.0f}" y="{height - 6}" text-anchor="middle" fill="#555">{_t(axis)}</text>')
     return _svg(width, height, body, title)

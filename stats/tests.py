@@ -87,3 +87,76 @@ def share_difference_ci(b_count: int, b_total: int, a_count: int, a_total: int) 
     la, ua = wilson(a_count, a_total)
     d = pb - pa
     return (d, d - math.hypot(pb - lb, ua - pa), d + math.hypot(ub - pb, pa - la))
+
+
+# ---------------------------------------------------------------- means and paired scores
+
+# The paired bootstrap of a mean difference: this many resamples from this seed, drawn as
+# `numpy.random.default_rng(BOOTSTRAP_SEED).integers(0, n, size=(BOOTSTRAP_REPLICATES, n))`
+# (in row blocks, which draws the same numbers), over the differences in the order
+# `store.queries.paired_scores` returns them; the 95% interval is the 2.5th and 97.5th
+# percentiles of the resampled means (numpy's default, linear interpolation).
+BOOTSTRAP_SEED = 20260601
+BOOTSTRAP_REPLICATES = 2000
+_BLOCK = 4_000_000  # indices drawn at once: memory stays bounded at any number of pairs
+
+
+def t_interval(n: int, mean: float, m2: float) -> tuple[float, float]:
+    """Student-t 95% interval of a mean of n scores with sum of squared deviations m2; (nan,
+    nan) with fewer than 2 scores or when every score is the same (nothing says how wide)."""
+    if n < 2 or not m2 > 0:
+        return (math.nan, math.nan)
+    half = float(_st.t.ppf(0.975, n - 1)) * math.sqrt(m2 / (n - 1) / n)
+    return (mean - half, mean + half)
+
+
+def mean_of_means_interval(groups: list[tuple[int, float, float]]) -> tuple[float, float, float]:
+    """The unweighted mean of K group means (HELM's headline over subjects) with a 95% t
+    interval from its stratified standard error sqrt(sum s_k^2 / n_k) / K and the
+    Welch–Satterthwaite degrees of freedom. groups: (n_k, mean_k, m2_k). The interval is (nan,
+    nan) when a group has fewer than 2 scores or every group is constant."""
+    k = len(groups)
+    mean = sum(m for _, m, _ in groups) / k
+    if any(n < 2 for n, _, _ in groups):
+        return (mean, math.nan, math.nan)
+    v = [m2 / (n - 1) / n for n, _, m2 in groups]
+    total = sum(v)
+    if not total > 0:
+        return (mean, math.nan, math.nan)
+    df = total ** 2 / sum(vk ** 2 / (n - 1) for vk, (n, _, _) in zip(v, groups))
+    half = float(_st.t.ppf(0.975, df)) * math.sqrt(total) / k
+    return (mean, mean - half, mean + half)
+
+
+def wilcoxon_signed_rank(differences) -> tuple[float, int]:
+    """Two-sided Wilcoxon signed-rank test of paired differences: (p, the differences it ranks).
+    Zero differences are dropped (scipy's zero_method="wilcox"); scipy's method="auto" (exact
+    for small samples without ties, else the normal approximation with tie correction). With no
+    non-zero difference there is nothing to rank: p = 1."""
+    import numpy as np
+
+    d = np.asarray(differences, dtype=float)
+    nonzero = int(np.count_nonzero(d))
+    if nonzero == 0:
+        return (1.0, 0)
+    return (float(_st.wilcoxon(d, zero_method="wilcox", alternative="two-sided").pvalue), nonzero)
+
+
+def paired_bootstrap(differences, seed: int = BOOTSTRAP_SEED,
+                     replicates: int = BOOTSTRAP_REPLICATES) -> tuple[float, float, float]:
+    """The mean of paired differences and its seeded bootstrap 95% percentile interval (see
+    BOOTSTRAP_SEED); (nan, nan, nan) without pairs."""
+    import numpy as np
+
+    d = np.asarray(differences, dtype=float)
+    n = len(d)
+    if n == 0:
+        return (math.nan, math.nan, math.nan)
+    rng = np.random.default_rng(seed)
+    means = np.empty(replicates)
+    rows = max(1, _BLOCK // n)
+    for start in range(0, replicates, rows):
+        k = min(rows, replicates - start)
+        means[start:start + k] = d[rng.integers(0, n, size=(k, n))].mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return (float(d.mean()), float(low), float(high))

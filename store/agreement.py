@@ -80,11 +80,12 @@ def labelled_by_both(con: duckdb.DuckDBPyConnection, analyst: str, against: str,
 
 
 def review_queue(con: duckdb.DuckDBPyConnection, analyst: str, per_stratum: int = 2, models=None,
-                 datasets=None, domains=None, split: str = MAIN_SPLIT) -> pl.DataFrame:
+                 datasets=None, domains=None, split: str = MAIN_SPLIT,
+                 thresholds: dict[str, float] | None = None) -> pl.DataFrame:
     """A stratified sample of the analyst's unreviewed labels (latest outcomes) to review next:
     up to `per_stratum` failures per (category, model), drawn in a fixed pseudo-random order, so
     every category and every model gets reviews and a few dozen of them already give a usable κ."""
-    cte, params = _latest_cte(models, datasets, domains, split=split)
+    cte, params = _latest_cte(models, datasets, domains, split=split, thresholds=thresholds)
     return con.sql(
         f"""{cte}
             SELECT l.dataset, l.instance_id, l.model, l.category, l.error_title
@@ -101,12 +102,13 @@ def review_queue(con: duckdb.DuckDBPyConnection, analyst: str, per_stratum: int 
 
 
 def shared_wrong_answers(con: duckdb.DuckDBPyConnection, models=None, datasets=None, domains=None,
-                         split: str = MAIN_SPLIT, min_models: int = 2) -> pl.DataFrame:
+                         split: str = MAIN_SPLIT,
+                         thresholds: dict[str, float] | None = None, min_models: int = 2) -> pl.DataFrame:
     """Multiple-choice questions where several models gave the same wrong answer.
 
     The chosen option is the mapped answer when the log has one, else the trimmed output; the
     latest outcome of each model counts once."""
-    cte, params = _latest_cte(models, datasets, domains, split=split)
+    cte, params = _latest_cte(models, datasets, domains, split=split, thresholds=thresholds)
     return con.sql(
         f"""{cte}
             SELECT l.dataset, l.instance_id,
@@ -128,13 +130,14 @@ _SUSPECT_SCHEMA = {"dataset": pl.String, "instance_id": pl.String, "failures": p
 
 
 def suspect_items(con: duckdb.DuckDBPyConnection, analyst: str | None = None, models=None, datasets=None,
-                  domains=None, split: str = MAIN_SPLIT) -> pl.DataFrame:
+                  domains=None, split: str = MAIN_SPLIT,
+                  thresholds: dict[str, float] | None = None) -> pl.DataFrame:
     """Questions whose failures look like scoring or reference problems rather than model errors,
     for the benchmark's creators: failures the analyst found not to be the model's fault (its
     reason), and questions that every model with an outcome (two or more) fails with the same
     answer. One row per question: dataset, instance_id, failures (its failing predictions counted
     once), why, answer (the shared answer), models; by dataset, most failures first."""
-    cte, params = _latest_cte(models, datasets, domains, split=split)
+    cte, params = _latest_cte(models, datasets, domains, split=split, thresholds=thresholds)
     not_model = con.sql(
         f"""{cte}
             SELECT l.dataset, l.instance_id, count(*) AS failures,

@@ -456,10 +456,10 @@ def refresh_labels(con: duckdb.DuckDBPyConnection, analysed: Sequence[tuple] | N
 _LATEST_LABELS = """
     INSERT INTO latest_labels (model, model_name, dataset, domain, split, is_main_split,
         instance_id, run_id, train_trial_index, analyst, error_title, category, taxonomy_version,
-        classifier)
+        classifier, score)
     SELECT o.model, o.model_name, o.dataset, o.domain, o.split, o.is_main_split, o.instance_id,
            o.run_id, o.train_trial_index, f.analyst, f.error_title, f.category, f.taxonomy_version,
-           f.classifier
+           f.classifier, o.score
     FROM latest_outcomes o
     JOIN failure_labels f ON f.run_id = o.run_id AND f.instance_id = o.instance_id
                          AND f.train_trial_index = o.train_trial_index

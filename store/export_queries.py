@@ -8,7 +8,8 @@ import duckdb
 
 _RUN_COLUMNS = (
     "run_id", "source_format", "run_name", "model", "dataset", "domain", "main_metric", "metric_max",
-    "lower_is_better", "pass_threshold", "main_split", "variant", "settings", "started_at",
+    "lower_is_better", "pass_threshold", "main_split", "variant", "settings", "started_at", "metric_min",
+    "scale_source", "headline_metric", "verdict_rule",
 )
 _ROW_COLUMNS = (
     "instance_id", "raw_instance_id", "split", "sub_split", "perturbation", "train_trial_index",

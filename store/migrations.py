@@ -483,6 +483,25 @@ MIGRATIONS: list[tuple[str, str | Callable[[duckdb.DuckDBPyConnection], Finish |
         _reruns_and_model_identity,
     ),
     (
+        "018_scores_in_latest",
+        # The score beside each latest outcome and each label of a failed one: the harness's own
+        # number (a jury mean, an F1) is the mean of these, and the analyst's threshold can be
+        # moved in the app without re-ingesting (a label whose outcome passes under the new line
+        # is left out, an outcome that newly fails is not analysed yet) — both without joining
+        # 10,000,000 outcomes to the predictions at each read. (IF NOT EXISTS: applying it again
+        # after a later table was rebuilt without the column is harmless.)
+        """
+        ALTER TABLE latest_outcomes ADD COLUMN IF NOT EXISTS score DOUBLE;
+        UPDATE latest_outcomes SET score = p.score FROM predictions p
+        WHERE p.run_id = latest_outcomes.run_id AND p.instance_id = latest_outcomes.instance_id
+          AND p.train_trial_index = latest_outcomes.train_trial_index;
+        ALTER TABLE latest_labels ADD COLUMN IF NOT EXISTS score DOUBLE;
+        UPDATE latest_labels SET score = o.score FROM latest_outcomes o
+        WHERE o.run_id = latest_labels.run_id AND o.instance_id = latest_labels.instance_id
+          AND o.train_trial_index = latest_labels.train_trial_index;
+        """,
+    ),
+    (
         "019_transcript_steps",
         # Agent logs keep the whole run, not only its last message: one row per step of a
         # prediction's transcript (ingest/records.py StepRecord), written with its run in the same

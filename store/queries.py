@@ -14,6 +14,11 @@ Rules shared by every query:
   keeps every split, any other value keeps that split.
 - Failure categories count only failures of those outcomes, for one analyst, with a category
   assigned; analysed titles still waiting for classification are counted apart.
+- `thresholds` ({dataset: score}): the analyst's own line for datasets judged by a threshold on a
+  continuous score, set in the app or with `--threshold` (never stored): an outcome of such a
+  dataset fails when its score falls below the line (rises above it for a lower-is-better
+  metric). Labels of outcomes that pass under the new line are left out; outcomes that newly
+  fail have no label yet (not analysed). Without it, the verdicts the ingest stored count.
 """
 
 from __future__ import annotations
@@ -39,18 +44,19 @@ _CLASSIFIED = """
 # A and B paired on one question: by id within the dataset, then the questions left over by the
 # hash of their text, the k-th copy of a hash on one side with the k-th on the other, so no
 # question is paired twice. Each side carries the analyst's label of its outcome when that failed
-# (six `?`: the analyst, A, A, the analyst, B, B; latest_labels holds failed outcomes only),
-# joined before pairing: one model's outcomes to its own labels.
+# (six `?`: the analyst, A, A, the analyst, B, B; `labelled` holds failed outcomes only, under
+# the thresholds of the query) and its score, joined before pairing: one model's outcomes to its
+# own labels.
 _PAIRED = """
     side_a AS (
         SELECT o.*, l.category, l.error_title FROM latest o
-        LEFT JOIN (SELECT * FROM latest_labels WHERE analyst = ? AND model = ? AND category IS NOT NULL) l
+        LEFT JOIN (SELECT * FROM labelled WHERE analyst = ? AND model = ? AND category IS NOT NULL) l
           ON l.run_id = o.run_id AND l.instance_id = o.instance_id AND l.train_trial_index = o.train_trial_index
         WHERE o.model = ?
     ),
     side_b AS (
         SELECT o.*, l.category, l.error_title FROM latest o
-        LEFT JOIN (SELECT * FROM latest_labels WHERE analyst = ? AND model = ? AND category IS NOT NULL) l
+        LEFT JOIN (SELECT * FROM labelled WHERE analyst = ? AND model = ? AND category IS NOT NULL) l
           ON l.run_id = o.run_id AND l.instance_id = o.instance_id AND l.train_trial_index = o.train_trial_index
         WHERE o.model = ?
     ),
@@ -58,10 +64,10 @@ _PAIRED = """
         SELECT coalesce(a.dataset, b.dataset) AS dataset, a.domain,
                a.instance_id, a.question_hash AS a_hash, a.run_id AS a_run,
                a.train_trial_index AS a_trial, a.is_correct AS a_correct,
-               a.category AS a_category, a.error_title AS a_title,
+               a.category AS a_category, a.error_title AS a_title, a.score AS a_score,
                b.instance_id AS b_instance_id, b.question_hash AS b_hash, b.run_id AS b_run,
                b.train_trial_index AS b_trial, b.is_correct AS b_correct,
-               b.category AS b_category, b.error_title AS b_title
+               b.category AS b_category, b.error_title AS b_title, b.score AS b_score
         FROM side_a a FULL JOIN side_b b ON b.dataset = a.dataset AND b.instance_id = a.instance_id
     ),
     rest_a AS (
@@ -74,13 +80,13 @@ _PAIRED = """
     ),
     paired AS (
         SELECT 'id' AS paired_by, dataset, domain, instance_id, b_instance_id,
-               a_run, a_trial, a_correct, a_category, a_title,
-               b_run, b_trial, b_correct, b_category, b_title
+               a_run, a_trial, a_correct, a_category, a_title, a_score,
+               b_run, b_trial, b_correct, b_category, b_title, b_score
         FROM joined WHERE instance_id IS NOT NULL AND b_instance_id IS NOT NULL
         UNION ALL
         SELECT 'content', ra.dataset, ra.domain, ra.instance_id, rb.b_instance_id,
-               ra.a_run, ra.a_trial, ra.a_correct, ra.a_category, ra.a_title,
-               rb.b_run, rb.b_trial, rb.b_correct, rb.b_category, rb.b_title
+               ra.a_run, ra.a_trial, ra.a_correct, ra.a_category, ra.a_title, ra.a_score,
+               rb.b_run, rb.b_trial, rb.b_correct, rb.b_category, rb.b_title, rb.b_score
         FROM rest_a ra JOIN rest_b rb
           ON rb.dataset = ra.dataset AND rb.b_hash = ra.a_hash AND rb.k = ra.k
     )
@@ -116,15 +122,36 @@ def _split_sql(split: str) -> tuple[str, list]:
     return " AND split = ?", [split]
 
 
+def _verdict_sql(thresholds: dict[str, float] | None, otherwise: str) -> tuple[str, list]:
+    """SQL for a row's verdict under the analyst's `thresholds` (a row of `latest_outcomes` or
+    `latest_labels`: dataset, score): the score against its dataset's line, in the direction of
+    that dataset's runs; `otherwise` for every other row. Empty without thresholds."""
+    if not thresholds:
+        return "", []
+    cases, params = [], []
+    for dataset, line in sorted(thresholds.items()):
+        # the direction is one scalar read of the runs table, not a join of every outcome
+        cases.append("WHEN dataset = ? AND score IS NOT NULL THEN CASE WHEN (SELECT coalesce(bool_or("
+                     "lower_is_better), false) FROM runs WHERE dataset = ?) THEN score <= ? ELSE score >= ? END")
+        params += [dataset, dataset, float(line), float(line)]
+    return f"CASE {' '.join(cases)} ELSE {otherwise} END", params
+
+
 def _latest_cte(models=None, datasets=None, domains=None, instance_ids=None,
-                split: str = MAIN_SPLIT) -> tuple[str, list]:
-    """`latest`: the outcomes under the filters; `labelled`: the labels of those that failed."""
+                split: str = MAIN_SPLIT, thresholds: dict[str, float] | None = None) -> tuple[str, list]:
+    """`latest`: the outcomes under the filters (judged by `thresholds` where given);
+    `labelled`: the labels of those that failed."""
     where, params = _filter_sql(models, datasets, domains, instance_ids)
     part, extra = _split_sql(split)
+    verdict, verdict_params = _verdict_sql(thresholds, "is_correct")
+    passes, pass_params = _verdict_sql(thresholds, "false")  # a labelled outcome failed as stored
+    columns = f"* REPLACE ({verdict} AS is_correct)" if verdict else "*"
+    still_fails = f" AND NOT ({passes})" if passes else ""
     # not materialized: a query that reads `latest` twice, once per model (pairs), reads only
     # each model's rows (both tables are stored by model) instead of a copy of both models' rows
-    return (f"WITH latest AS NOT MATERIALIZED (SELECT * FROM latest_outcomes WHERE true {where}{part}), "
-            f"labelled AS (SELECT * FROM latest_labels WHERE true {where}{part})"), (params + extra) * 2
+    return (f"WITH latest AS NOT MATERIALIZED (SELECT {columns} FROM latest_outcomes WHERE true {where}{part}), "
+            f"labelled AS NOT MATERIALIZED (SELECT * FROM latest_labels WHERE true {where}{part}{still_fails})"), (
+        verdict_params + params + extra + params + extra + pass_params)
 
 
 def has_data(con: duckdb.DuckDBPyConnection) -> bool:
@@ -165,13 +192,13 @@ def filter_options(con: duckdb.DuckDBPyConnection) -> dict[str, list[str]]:
 
 
 def accuracy(con, models=None, datasets=None, domains=None, by: str | None = None,
-             split: str = MAIN_SPLIT) -> pl.DataFrame:
+             split: str = MAIN_SPLIT, thresholds: dict[str, float] | None = None) -> pl.DataFrame:
     """Per model (× dataset when `by="dataset"`, × dataset × split when `by="split"`): scored
     questions `n` and passed `correct`."""
     keys = {None: "model", "dataset": "model, dataset", "split": "model, dataset, split"}.get(by)
     if keys is None:
         raise ValueError(f"accuracy by {by!r}")
-    cte, params = _latest_cte(models, datasets, domains, split=split)
+    cte, params = _latest_cte(models, datasets, domains, split=split, thresholds=thresholds)
     return _frame(
         con,
         f"""{cte}
@@ -182,27 +209,117 @@ def accuracy(con, models=None, datasets=None, domains=None, by: str | None = Non
     )
 
 
-def domain_accuracy(con, models=None, datasets=None, domains=None,
-                    split: str = MAIN_SPLIT) -> pl.DataFrame:
-    """Per model × dataset × domain: scored questions `n`, passed `correct`, and whether every
-    run behind it is a HELM run (`helm`): HELM's headline averages its runs (one per subject)."""
-    cte, params = _latest_cte(models, datasets, domains, split=split)
+# what each run says about how it is judged and what its harness reported (outcome_stats)
+_RUN_RULES = """
+    r.source_format, r.main_metric, r.headline_metric, r.metric_min, r.metric_max, r.lower_is_better,
+    r.pass_threshold, r.scale_source, r.main_split, r.harness_metric, r.harness_split,
+    r.harness_value, r.harness_agrees, r.harness_note
+"""
+
+
+def outcome_stats(con, models=None, datasets=None, domains=None, by_split: bool = False,
+                  split: str = MAIN_SPLIT, thresholds: dict[str, float] | None = None) -> pl.DataFrame:
+    """Per model × dataset (× split) × domain × run: questions with a verdict `n`, `passed`
+    (under `thresholds` where given), `scored`, the scores' `mean` and sum of squared deviations
+    `m2`, how many scores are neither 0 nor 1 (`non_binary`), and the run's rule and harness
+    aggregate. Aggregated before the join: the runs table is joined once per run, not per outcome."""
+    cte, params = _latest_cte(models, datasets, domains, split=split, thresholds=thresholds)
+    keys = "model, dataset, " + ("split, " if by_split else "") + "domain, run_id"
     return _frame(
         con,
-        f"""{cte}
-        SELECT o.model, o.dataset, o.domain, count(*) AS n, count(*) FILTER (WHERE o.is_correct) AS correct,
-               bool_and(r.source_format = 'helm') AS helm
-        FROM latest o JOIN runs r ON r.run_id = o.run_id
-        GROUP BY ALL ORDER BY ALL
+        f"""{cte},
+        per_run AS (
+            SELECT {keys}, count(*) AS n, count(*) FILTER (WHERE is_correct) AS passed,
+                   count(score) AS scored, avg(score) AS mean,
+                   coalesce(var_samp(score), 0) * (count(score) - 1) AS m2,
+                   count(*) FILTER (WHERE score NOT IN (0, 1)) AS non_binary
+            FROM latest GROUP BY {keys}
+        )
+        SELECT p.*, {_RUN_RULES}
+        FROM per_run p JOIN runs r USING (run_id)
+        ORDER BY {", ".join("p." + k.strip() for k in keys.split(","))}
         """,
         params,
     )
 
 
-def analysts(con, models=None, datasets=None, domains=None, split: str = MAIN_SPLIT) -> pl.DataFrame:
+def dataset_rules(con, datasets=None) -> pl.DataFrame:
+    """Per dataset, how its runs are judged: the metrics, scale bounds, directions, stored
+    thresholds and scale sources in use (each a sorted list of the distinct values), the runs
+    whose verdicts are the log's own (no threshold), and how many runs."""
+    where, params = _filter_sql(datasets=datasets)
+    return _frame(
+        con,
+        f"""
+        SELECT dataset,
+               list_sort(list(DISTINCT main_metric) FILTER (WHERE main_metric IS NOT NULL)) AS metrics,
+               list_sort(list(DISTINCT metric_min) FILTER (WHERE metric_min IS NOT NULL)) AS lows,
+               list_sort(list(DISTINCT metric_max) FILTER (WHERE metric_max IS NOT NULL)) AS highs,
+               list_sort(list(DISTINCT coalesce(lower_is_better, false))) AS directions,
+               list_sort(list(DISTINCT pass_threshold) FILTER (WHERE pass_threshold IS NOT NULL)) AS thresholds,
+               list_sort(list(DISTINCT scale_source) FILTER (WHERE scale_source IS NOT NULL)) AS scale_sources,
+               count(*) FILTER (WHERE pass_threshold IS NULL) AS log_verdict_runs,
+               count(*) AS runs
+        FROM runs WHERE true {where} GROUP BY dataset ORDER BY dataset
+        """,
+        params,
+    )
+
+
+def failures_at(con, lines: dict[str, list[float]], models=None, domains=None,
+                split: str = MAIN_SPLIT) -> pl.DataFrame:
+    """Per model and dataset of `lines` ({dataset: [score, ...]}): for each line, the questions
+    whose score falls below it (rises above it for a lower-is-better dataset): columns model,
+    dataset, line, n (questions with a score), failures."""
+    if not lines:
+        return pl.DataFrame(schema={"model": pl.String, "dataset": pl.String, "line": pl.Float64,
+                                    "n": pl.Int64, "failures": pl.Int64})
+    cte, params = _latest_cte(models, list(lines), domains, split=split)
+    flat = [(d, float(v)) for d, values in sorted(lines.items()) for v in values]
+    return _frame(
+        con,
+        f"""{cte},
+        cut AS (SELECT unnest(?::VARCHAR[]) AS dataset, unnest(?::DOUBLE[]) AS line),
+        direction AS (SELECT dataset, coalesce(bool_or(lower_is_better), false) AS lower
+                      FROM runs WHERE dataset IN (SELECT dataset FROM cut) GROUP BY dataset)
+        SELECT o.model, o.dataset, c.line, count(o.score) AS n,
+               count(*) FILTER (WHERE CASE WHEN d.lower THEN o.score > c.line ELSE o.score < c.line END)
+                   AS failures
+        FROM latest o JOIN cut c USING (dataset) JOIN direction d USING (dataset)
+        GROUP BY ALL ORDER BY ALL
+        """,
+        [*params, [d for d, _ in flat], [v for _, v in flat]],
+    )
+
+
+def moved_verdicts(con, thresholds: dict[str, float], models=None, datasets=None, domains=None,
+                   split: str = MAIN_SPLIT) -> pl.DataFrame:
+    """Per dataset with a moved threshold: outcomes that fail under it but passed as ingested
+    (`newly_failing`: no analysis can exist for them yet) and outcomes that pass under it but
+    failed as ingested (`newly_passing`: their labels are set aside, not deleted)."""
+    moved = [d for d in thresholds if not datasets or d in datasets]
+    if not moved:
+        return pl.DataFrame(schema={"dataset": pl.String, "newly_failing": pl.Int64, "newly_passing": pl.Int64})
+    where, params = _filter_sql(models, moved, domains)
+    part, extra = _split_sql(split)
+    verdict, verdict_params = _verdict_sql(thresholds, "is_correct")
+    return _frame(
+        con,
+        f"""
+        SELECT dataset, count(*) FILTER (WHERE is_correct AND NOT now) AS newly_failing,
+               count(*) FILTER (WHERE NOT is_correct AND now) AS newly_passing
+        FROM (SELECT dataset, is_correct, {verdict} AS now FROM latest_outcomes WHERE true {where}{part})
+        GROUP BY dataset ORDER BY dataset
+        """,
+        verdict_params + params + extra,
+    )
+
+
+def analysts(con, models=None, datasets=None, domains=None, split: str = MAIN_SPLIT,
+             thresholds: dict[str, float] | None = None) -> pl.DataFrame:
     """Per analyst: analysed failures among the models' outcomes, how many have a category, and
     which classifiers assigned them; most analyses first."""
-    cte, params = _latest_cte(models, datasets, domains, split=split)
+    cte, params = _latest_cte(models, datasets, domains, split=split, thresholds=thresholds)
     return _frame(
         con,
         f"""{cte}
@@ -230,12 +347,13 @@ def category_names(con, analyst: str) -> list[str]:
 
 
 def signature_counts(con, analyst: str, models=None, datasets=None, domains=None,
-                     by: str | None = None, split: str = MAIN_SPLIT) -> pl.DataFrame:
+                     by: str | None = None, split: str = MAIN_SPLIT,
+                     thresholds: dict[str, float] | None = None) -> pl.DataFrame:
     """Classified failures per model × category (× dataset or domain), with `questions`: how many
     questions the model answered (in that slice)."""
     if by not in (None, "dataset", "domain"):
         raise ValueError(f"cannot group by {by!r}")
-    cte, params = _latest_cte(models, datasets, domains, split=split)
+    cte, params = _latest_cte(models, datasets, domains, split=split, thresholds=thresholds)
     keys = "model" + (f", {by}" if by else "")
     # a NULL domain is a slice too, hence IS NOT DISTINCT FROM rather than USING
     on = "a.model = c.model" + (f" AND a.{by} IS NOT DISTINCT FROM c.{by}" if by else "")
@@ -253,21 +371,22 @@ def signature_counts(con, analyst: str, models=None, datasets=None, domains=None
 
 
 def category_counts(con, analyst: str, models=None, datasets=None, domains=None,
-                    split: str = MAIN_SPLIT) -> pl.DataFrame:
-    """Classified failures per model × category."""
-    cte, params = _latest_cte(models, datasets, domains, split=split)
+                    split: str = MAIN_SPLIT, thresholds: dict[str, float] | None = None) -> pl.DataFrame:
+    """Classified failures per model × dataset × category."""
+    cte, params = _latest_cte(models, datasets, domains, split=split, thresholds=thresholds)
     return _frame(
         con,
         f"""{cte}, classified AS ({_CLASSIFIED})
-        SELECT model, category, count(*) AS count FROM classified
-        GROUP BY model, category ORDER BY model, category
+        SELECT model, dataset, category, count(*) AS count FROM classified
+        GROUP BY ALL ORDER BY ALL
         """,
         [*params, analyst],
     )
 
 
 def shared_questions(con, models=None, datasets=None, domains=None,
-                     split: str = MAIN_SPLIT) -> pl.DataFrame:
+                     split: str = MAIN_SPLIT,
+                     thresholds: dict[str, float] | None = None) -> pl.DataFrame:
     """How many questions each pair of models both answered (paired by dataset and question id):
     columns a, b (a < b), shared; most shared first, then by name.
 
@@ -276,7 +395,7 @@ def shared_questions(con, models=None, datasets=None, domains=None,
     over the models in name order, 64 models a word (at 10,000,000 outcomes, ten times faster
     than a sorted list of names per question).
     """
-    cte, params = _latest_cte(models, datasets, domains, split=split)
+    cte, params = _latest_cte(models, datasets, domains, split=split, thresholds=thresholds)
     names = [r[0] for r in con.execute(f"{cte} SELECT DISTINCT model FROM latest ORDER BY 1", params).fetchall()]
     words = [f"bit_or(CASE WHEN m.i // 64 = {w} THEN 1::UBIGINT << (m.i % 64) ELSE 0::UBIGINT END)"
              for w in range((len(names) + 63) // 64)]
@@ -300,15 +419,15 @@ def shared_questions(con, models=None, datasets=None, domains=None,
 
 
 def pair_counts(con, a: str, b: str, analyst: str | None, datasets=None, domains=None,
-                split: str = MAIN_SPLIT) -> pl.DataFrame:
-    """Questions both models answered, counted by how they were paired ("id" or "content"),
-    each side's correctness and, where it failed, the analyst's category of its failure:
-    columns paired_by, a_correct, b_correct, a_category, b_category, n."""
-    cte, params = _latest_cte([a, b], datasets, domains, split=split)
+                split: str = MAIN_SPLIT, thresholds: dict[str, float] | None = None) -> pl.DataFrame:
+    """Questions both models answered, counted by dataset, by how they were paired ("id" or
+    "content"), each side's correctness and, where it failed, the analyst's category of its
+    failure: columns dataset, paired_by, a_correct, b_correct, a_category, b_category, n."""
+    cte, params = _latest_cte([a, b], datasets, domains, split=split, thresholds=thresholds)
     return _frame(
         con,
         f"""{cte}, {_PAIRED}
-        SELECT paired_by, a_correct, b_correct, a_category, b_category, count(*) AS n
+        SELECT dataset, paired_by, a_correct, b_correct, a_category, b_category, count(*) AS n
         FROM paired
         GROUP BY ALL ORDER BY ALL
         """,
@@ -316,15 +435,32 @@ def pair_counts(con, a: str, b: str, analyst: str | None, datasets=None, domains
     )
 
 
+def paired_scores(con, a: str, b: str, datasets, domains=None, split: str = MAIN_SPLIT) -> pl.DataFrame:
+    """The two scores of every question of `datasets` both models answered (paired as in
+    `pair_counts`), both scored: columns dataset, a_score, b_score, in the order of dataset,
+    A's question id, B's question id (the order a seeded bootstrap draws from)."""
+    cte, params = _latest_cte([a, b], datasets, domains, split=split)
+    return _frame(
+        con,
+        f"""{cte}, {_PAIRED}
+        SELECT dataset, a_score, b_score FROM paired
+        WHERE a_score IS NOT NULL AND b_score IS NOT NULL
+        ORDER BY dataset, instance_id, b_instance_id
+        """,
+        [*params, None, a, a, None, b, b],
+    )
+
+
 def discordant(con, a: str, b: str, analyst: str | None, datasets=None, domains=None,
-               limit: int = 200, split: str = MAIN_SPLIT, offset: int = 0,
+               limit: int = 200, split: str = MAIN_SPLIT,
+               thresholds: dict[str, float] | None = None, offset: int = 0,
                which: str | None = None) -> pl.DataFrame:
     """Questions exactly one of A and B fails (paired as in `pairs`), with both outputs, the
     input, the references and categories; `which` ("only A fails" / "only B fails") and
     `offset` page through one side."""
     if which not in (None, "only A fails", "only B fails"):
         raise ValueError(f"which={which!r}")
-    cte, params = _latest_cte([a, b], datasets, domains, split=split)
+    cte, params = _latest_cte([a, b], datasets, domains, split=split, thresholds=thresholds)
     # pick the rows before reading their texts: joining every pair to the text tables costs more
     # than the whole comparison
     return _frame(
@@ -355,9 +491,9 @@ def discordant(con, a: str, b: str, analyst: str | None, datasets=None, domains=
 
 
 def review_summary(con, analyst: str, models=None, datasets=None, domains=None,
-                   split: str = MAIN_SPLIT) -> pl.DataFrame:
+                   split: str = MAIN_SPLIT, thresholds: dict[str, float] | None = None) -> pl.DataFrame:
     """Per model: classified labels with a human review, and how many reviews confirmed them."""
-    cte, params = _latest_cte(models, datasets, domains, split=split)
+    cte, params = _latest_cte(models, datasets, domains, split=split, thresholds=thresholds)
     return _frame(
         con,
         f"""{cte}, classified AS ({_CLASSIFIED}),
@@ -390,9 +526,10 @@ def _outcome_filter(outcome: str | None, category: str | None) -> tuple[str, lis
 
 def instance_list(con, analyst: str | None, models=None, datasets=None, domains=None,
                   category: str | None = None, outcome: str | None = None, text: str = "",
-                  limit: int = 500, split: str = MAIN_SPLIT) -> pl.DataFrame:
+                  limit: int = 500, split: str = MAIN_SPLIT,
+                  thresholds: dict[str, float] | None = None) -> pl.DataFrame:
     """Outcomes matching the filters: one row per model × question, with its category if any."""
-    cte, params = _latest_cte(models, datasets, domains, split=split)
+    cte, params = _latest_cte(models, datasets, domains, split=split, thresholds=thresholds)
     where, extra = _outcome_filter(outcome, category)
     text_where, text_params = "", []
     if text:
@@ -434,9 +571,9 @@ def instance_list(con, analyst: str | None, models=None, datasets=None, domains=
 
 def instance_count(con, analyst: str | None, models=None, datasets=None, domains=None,
                    category: str | None = None, outcome: str | None = None, text: str = "",
-                   split: str = MAIN_SPLIT) -> int:
+                   split: str = MAIN_SPLIT, thresholds: dict[str, float] | None = None) -> int:
     """How many outcomes `instance_list` would list without its limit."""
-    cte, params = _latest_cte(models, datasets, domains, split=split)
+    cte, params = _latest_cte(models, datasets, domains, split=split, thresholds=thresholds)
     where, extra = _outcome_filter(outcome, category)
     texts = ""
     if text:
@@ -459,11 +596,11 @@ def instance_count(con, analyst: str | None, models=None, datasets=None, domains
 
 
 def instance_detail(con, dataset: str, instance_id: str, analyst: str | None,
-                    models=None) -> list[dict]:
+                    models=None, thresholds: dict[str, float] | None = None) -> list[dict]:
     """Everything about one question for each model that answered it (whatever its split):
     input, references, output, stage-1 analysis (criteria, summary, title), category and the
-    latest human review."""
-    cte, params = _latest_cte(models, [dataset], None, [instance_id], split=ALL_SPLITS)
+    latest human review; `is_correct` under `thresholds`, `stored_correct` as ingested."""
+    cte, params = _latest_cte(models, [dataset], None, [instance_id], split=ALL_SPLITS, thresholds=thresholds)
     rows = con.execute(
         f"""{cte},
         analysis AS (
@@ -493,7 +630,7 @@ def instance_detail(con, dataset: str, instance_id: str, analyst: str | None,
                r.reviewer, r.created_at AS reviewed_at,
                -- how the verdict was reached, and what the harness kept (migration 009)
                run.main_metric, run.pass_threshold, run.metric_max, run.lower_is_better,
-               run.scale_source, p.verdict_note, p.judge_notes, p.finish_reason, p.output_tokens,
+               run.scale_source, run.metric_min, p.is_correct AS stored_correct, p.verdict_note, p.judge_notes, p.finish_reason, p.output_tokens,
                p.infra_error, run.max_tokens, run.instructions, i.prompt_text
         FROM latest o
         JOIN runs run ON run.run_id = o.run_id
@@ -520,9 +657,9 @@ def instance_detail(con, dataset: str, instance_id: str, analyst: str | None,
 
 
 def taxonomy_tree(con, analyst: str, models=None, datasets=None, domains=None,
-                  split: str = MAIN_SPLIT) -> pl.DataFrame:
+                  split: str = MAIN_SPLIT, thresholds: dict[str, float] | None = None) -> pl.DataFrame:
     """Category → error title → count per model, with the taxonomy version that classified it."""
-    cte, params = _latest_cte(models, datasets, domains, split=split)
+    cte, params = _latest_cte(models, datasets, domains, split=split, thresholds=thresholds)
     return _frame(
         con,
         f"""{cte}, classified AS ({_CLASSIFIED})
@@ -559,7 +696,7 @@ def runs(con, models=None, datasets=None, domains=None) -> pl.DataFrame:
                         THEN 'earlier; counts: ' || regexp_extract(s.source_path, '[^/\\\\]*$')
                         WHEN k.n IS NOT NULL THEN 'latest of ' || (k.n + 1) || ' reruns: counts' END AS rerun,
                    r.source_format, regexp_extract(r.source_path, '[^/\\\\]*$') AS file, r.main_split,
-                   r.main_metric, r.headline_metric, r.harness_agrees, r.harness_note, r.verdict_rule,
+                   r.main_metric, r.metric_min, r.metric_max, r.headline_metric, r.harness_agrees, r.harness_note, r.verdict_rule,
                    r.n_predictions, r.n_failures, r.n_infra_errors, r.settings, r.harness_metric, r.harness_split,
                    r.harness_value, r.harness_n, r.suite, r.run_name, r.run_id, r.superseded_by, r.started_at,
                    r.ingested_at

@@ -269,10 +269,11 @@ def model_key_sql(alias: str) -> str:
 
 
 _LATEST_INSERT = f"""
-    INSERT INTO latest_outcomes
+    INSERT INTO latest_outcomes (model, model_name, variant, dataset, domain, split, is_main_split,
+                                 instance_id, question_hash, run_id, train_trial_index, is_correct, score)
     SELECT {model_key_sql("r")} AS model_key, r.model, r.variant, r.dataset, r.domain, i.split,
            r.main_split IS NULL OR coalesce(i.split = r.main_split, false),
-           p.instance_id, i.question_hash, p.run_id, p.train_trial_index, p.is_correct
+           p.instance_id, i.question_hash, p.run_id, p.train_trial_index, p.is_correct, p.score
     FROM runs r
     JOIN _groups g ON g.model = r.model AND g.dataset = r.dataset
     JOIN predictions p ON p.run_id = r.run_id

@@ -292,7 +292,7 @@ def test_compare_opens_on_a_pair_that_shares_questions_and_its_chart_downloads_a
         assert all((r.q_bh <= 0.05) == r.finding.startswith("larger in") for r in c.categories)
 
 
-EVIDENCE_RUN = {"main_metric": "exact_match", "pass_threshold": 0.7, "metric_max": 1.0,
+EVIDENCE_RUN = {"main_metric": "exact_match", "pass_threshold": 0.7, "metric_min": 0.0, "metric_max": 1.0,
                 "lower_is_better": False, "scale_source": "registry",
                 "instructions": "Answer with the letter of the correct option."}
 JUDGE_WORDS = "The answer names Lyon, which is not the capital of France."
@@ -327,8 +327,9 @@ def test_instance_view_shows_score_rule_judge_words_and_the_chosen_option(tmp_pa
         page.get_by_text("Task instructions").first.click()
         page.wait_for_timeout(500)
         body = page.inner_text("[data-testid='stMain']")
-        assert "exact_match = 0 · pass when exact_match ≥ 0.7 (scale 0–1, from the registry)" in body
-        assert "exact_match = 1 · pass when exact_match ≥ 0.7" in body
+        # a 0/1 metric's rule reads "pass = correct", not a threshold
+        assert "exact_match = 0 · pass = correct (exact_match is 0/1, from the registry)" in body
+        assert "exact_match = 1 · pass = correct" in body
         assert "failed" in body and "passed" in body
         assert "chose B · Lyon" in body and "gold A · Paris" in body
         assert JUDGE_WORDS in body and "gpt-4o · accuracy · score 1" in body

@@ -17,16 +17,27 @@ SIG = pl.DataFrame({
 DELTA = pl.DataFrame({"category": ["Refusal", "Verbosity"], "finding": ["larger in B", "too few to tell"],
                       "a_count": [1, 0], "b_count": [5, 5], "delta": [0.25, 0.5], "delta_low": [-0.1, 0.1],
                       "delta_high": [0.5, 0.8], "q_text": ["0.04", "0.2"]})
+# stats.model_accuracy rows: a 0/1 metric HELM runs by subject, and a 1–5 jury mean with its threshold
 ACC = pl.DataFrame({"model": ["m1", "m2"], "dataset": ["mmlu", "mmlu"], "n": [20, 20], "correct": [10, 15],
-                    "accuracy": [0.5, 0.75], "ci_low": [0.3, 0.5], "ci_high": [0.7, 0.9],
-                    "n_domains": [2, 2], "helm_headline": [0.52, 0.74]})
+                    "accuracy": [0.5, 0.75], "ci_low": [0.3, 0.5], "ci_high": [0.7, 0.9], "n_domains": [2, 2],
+                    "headline": [0.52, 0.74], "headline_ci_low": [0.3, 0.5], "headline_ci_high": [0.72, 0.9],
+                    "headline_interval": ["t over domains"] * 2, "headline_kind": ["pass rate"] * 2, "headline_of": ["mean of the domains' pass rates"] * 2,
+                    "headline_as_rate": [True, True], "scale_min": [0.0, 0.0], "scale_max": [1.0, 1.0],
+                    "analysis_threshold": [None, None], "analysis_rule": ["failures: exact_match = 0"] * 2,
+                    "failures": [10, 5], "failure_rate": [0.5, 0.25]})
+JURY = ACC.with_columns(
+    accuracy=pl.lit(None, pl.Float64), headline=pl.Series([4.48, 3.1]), headline_ci_low=pl.Series([4.3, 2.9]),
+    headline_ci_high=pl.Series([4.6, 3.3]), headline_interval=pl.lit("t"), headline_kind=pl.lit("mean score"), headline_of=pl.lit("mean aci_bench_accuracy"),
+    headline_as_rate=pl.lit(False), scale_min=pl.lit(1.0), scale_max=pl.lit(5.0), analysis_threshold=pl.lit(3.8),
+    analysis_rule=pl.lit("failures: score < 3.8 of 1–5 — ErrorMap's 0.7 of the range"), n_domains=pl.lit(1))
 SLICE = SIG.rename({"model": "domain"}).with_columns(pl.lit("m1").alias("model"))
 
 BUILDERS = {
     "heatmap": lambda: charts.signature_heatmap(SIG, "share"),
     "multiples": lambda: charts.signature_multiples(SIG),
     "delta": lambda: charts.delta_chart(DELTA, "m1", "m2"),
-    "accuracy": lambda: charts.accuracy(ACC, "mmlu"),
+    "results": lambda: charts.headline(ACC, "mmlu"),
+    "results-jury": lambda: charts.headline(JURY, "aci_bench"),
     "slice": lambda: charts.slice_heatmap(SLICE, "domain", ["Calculation Error", "Refusal", "Verbosity"]),
 }
 

@@ -21,7 +21,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.conftest import MMLU_SUITE, connect, requires_fixtures, run_module
 from tests.seed_store import label_failures, seed
-from stats.fmt import p_value
+from stats.fmt import p_value, pct
 from ui.text import md
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -102,19 +102,30 @@ def test_overview_accuracy_matches_helm(labelled_mmlu):
     assert metrics["Runs"] == "50" and metrics["Models"] == "5" and metrics["Domains"] == "10"
     acc = at.dataframe[0].value
     em = main_em(labelled_mmlu)
-    assert dict(zip(acc["model"], acc["correct"])) == per_model(em, True)
-    assert dict(zip(acc["model"], acc["n"])) == per_model(em)
+    passed, answered = per_model(em, True), per_model(em)
+    assert dict(zip(acc["model"], acc["n"])) == answered
+    # the harness's number: HELM's own MMLU headline, the mean of the subjects' exact_match; the
+    # rate pooled over questions beside it, as text rounded by stats/fmt.py
+    subjects: dict = {}
+    for (m, subject, _), ok in em.items():
+        subjects.setdefault((m, subject), []).append(ok)
+    helm = {m: sum(sum(v) / len(v) for (mm, _), v in subjects.items() if mm == m) / 10 for m in answered}
+    assert dict(zip(acc["model"], acc["harness"])) == {m: pct(v) for m, v in helm.items()}
+    assert dict(zip(acc["model"], acc["accuracy"])) == {m: pct(passed[m] / answered[m]) for m in answered}
+    assert all(ci.endswith(" (t by domain)") for ci in acc["harness_ci"])
+    assert list(acc["model"]) == sorted(helm, key=helm.get, reverse=True)  # best first
+    # a 0/1 metric: one number, no failures under a threshold beside it
+    assert "threshold_failures" not in acc.columns
     assert len(charts(at)) == 1
     failed = sum(per_model(em, False).values())
     assert any(f"{failed}** of {failed} failures analysed by **offline" in m.value for m in at.markdown)
-    assert list(acc["accuracy"]) == sorted(acc["accuracy"], reverse=True)  # best first
 
 
 def test_overview_filters_from_url(labelled_mmlu):
     at = run_page(domains=["anatomy"], models=[A])
     acc = at.dataframe[0].value
     anatomy = [ok for (m, s, _), ok in main_em(labelled_mmlu).items() if m == A and s == "anatomy"]
-    assert acc["model"].tolist() == [A] and acc["correct"].tolist() == [sum(anatomy)]
+    assert acc["model"].tolist() == [A] and acc["harness"].tolist() == [pct(sum(anatomy) / len(anatomy))]
     assert acc["n"].tolist() == [len(anatomy)]
     # the headline counts follow the filters too
     metrics = {m.label: m.value for m in at.metric}
@@ -219,10 +230,10 @@ def test_signatures_page(labelled_mmlu):
     assert "Hard to Analyze" not in set(sig["category"]) and set(apart["category"]) == {"Hard to Analyze"}
     failures = (sig.groupby("model")["count"].sum() + apart.groupby("model")["count"].sum()).to_dict()
     assert failures == per_model(em, False)
-    # an error type's share is of the model's failures with an error type
+    # an error type's share is of the model's failures with an error type (as stats/fmt.py prints it)
     typed = sig.groupby("model")["count"].sum()
-    assert (sig["share"] == sig["count"] / sig["model"].map(typed)).all()
-    assert (apart["share"] == apart["count"] / apart["model"].map(per_model(em, False))).all()
+    assert list(sig["share"]) == [pct(v) for v in sig["count"] / sig["model"].map(typed)]
+    assert list(apart["share"]) == [pct(v) for v in apart["count"] / apart["model"].map(per_model(em, False))]
     assert (sig["per_100"] == 100 * sig["count"] / sig["model"].map(per_model(em))).all()
     assert len(charts(at)) == 2
     assert any("offline analyst" in c.value for c in at.caption)
@@ -247,9 +258,12 @@ def test_signatures_measure_from_url(labelled_mmlu):
 def test_slices_page(labelled_mmlu):
     at = run_page("pages/slices.py", models=[A])
     frames = [d.value for d in at.dataframe]
-    by_dataset = [f for f in frames if "dataset" in f.columns]
+    by_dataset = [f for f in frames if {"dataset", "category"} <= set(f.columns)]
     by_domain = [f for f in frames if "domain" in f.columns]
     em = main_em(labelled_mmlu)
+    # above them, what these are failures of: the model's own result on the dataset
+    result = next(f for f in frames if "harness" in f.columns)
+    assert result["dataset"].tolist() == ["mmlu"] and result["n"].tolist() == [per_model(em)[A]]
     # error types in the chart's table, the labels that are not error types in their own table
     assert [set(f["category"]) == {"Hard to Analyze"} for f in by_dataset] == [False, True]
     assert set(by_dataset[0]["dataset"]) == {"mmlu"}
@@ -437,7 +451,7 @@ def test_reads_while_a_writer_holds_the_store_then_shows_new_data(labelled_mmlu)
     seed(labelled_mmlu, [dict(model="new/model", dataset="mmlu", domain="anatomy",
                               instance_id="anatomy/id138", is_correct=True)])
     acc = run_page().dataframe[0].value  # the data version changed: no stale cache
-    assert len(acc) == 6 and acc.set_index("model").loc["new/model", "correct"] == 1
+    assert len(acc) == 6 and acc.set_index("model").loc["new/model", "harness"] == "100.0%"
 
 
 def test_pages_on_safety_runs_without_domains(safety_db, monkeypatch):
@@ -555,9 +569,9 @@ def test_split_filter_from_url_and_menu(tmp_db, monkeypatch):
     assert at.selectbox(key="split").value == "main"
     assert at.selectbox(key="split").options == ["main split of each run", "test", "valid", "all splits"]
     acc = at.dataframe[0].value
-    assert (acc["n"].tolist(), acc["correct"].tolist()) == ([6], [4])
+    assert (acc["n"].tolist(), acc["harness"].tolist()) == ([6], [pct(4 / 6)])
     at = run_page(models=["M"], split="valid")
-    assert (at.dataframe[0].value["n"].tolist(), at.dataframe[0].value["correct"].tolist()) == ([4], [4])
+    assert (at.dataframe[0].value["n"].tolist(), at.dataframe[0].value["harness"].tolist()) == ([4], ["100.0%"])
     links = {l.proto.label: l.proto.query_string for l in at.get("page_link")}
     assert links["Compare"] == "models=M&split=valid"
     assert "split=valid" in at.code[0].value
@@ -577,7 +591,7 @@ def test_variants_are_models_on_every_page(tmp_db, monkeypatch):
     at = run_page(datasets=["gsm8k"])
     assert at.multiselect(key="models").options == ["M", zero, five]
     acc = at.dataframe[0].value
-    assert dict(zip(acc["model"], acc["correct"])) == {zero: 8, five: 14}
+    assert dict(zip(acc["model"], acc["harness"])) == {zero: pct(8 / 20), five: pct(14 / 20)}
     at = run_page("pages/compare.py", a=zero, b=five)
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Questions both answered"] == "20"
@@ -677,11 +691,15 @@ def test_paging_through_one_side_of_a_comparison(tmp_db, monkeypatch):
     monkeypatch.setenv("FAULTLINE_DB", str(tmp_db))
     at = run_page("pages/compare.py", a="X", b="Y")
     assert [t.label for t in at.tabs] == ["Only A fails (120)", "Only B fails (7)"]
-    assert (len(at.dataframe[0].value), len(at.dataframe[1].value)) == (50, 7)
+
+    def sides(at):
+        return [d.value for d in at.dataframe if "a_output" in d.value.columns]
+
+    assert [len(f) for f in sides(at)] == [50, 7]
     at.number_input(key="page_a").set_value(3).run()
-    page3 = at.dataframe[0].value
+    page3, other = sides(at)
     assert list(page3["instance_id"]) == [f"q{i:03d}" for i in range(100, 120)]
-    assert len(at.dataframe[1].value) == 7  # the other tab keeps its own page (one page: no pager)
+    assert len(other) == 7  # the other tab keeps its own page (one page: no pager)
     assert [n.key for n in at.number_input] == ["page_a"]
 
 
@@ -818,7 +836,7 @@ def test_instance_view_shows_the_verdict_rule_judges_and_chosen_option(tmp_db, m
     monkeypatch.setenv("FAULTLINE_DB", str(tmp_db))
     at = run_page("pages/instances.py", instance="geo:q1")
     captions = [c.value for c in at.caption]
-    rule = md("pass when exact_match ≥ 0.7 (scale 0–1, from the registry)", 400)
+    rule = md("pass = correct (exact_match is 0/1, from the registry)", 400)
     assert sorted(c for c in captions if c.startswith(md("exact_match"))) == [
         f"{md('exact_match')} = 0 · {rule}", f"{md('exact_match')} = 1 · {rule}"]
     marks = [m.value for m in at.markdown]

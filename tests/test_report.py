@@ -77,9 +77,10 @@ def test_report_charts_render_with_the_network_cut_off(demo_db, tmp_path):
     html = out.read_text()
     assert "<script" not in html and "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
     seen = _open_offline(out)
-    # accuracy (1) + signature heatmap (1) + one Δ-share chart per pair of the 4 models (6)
-    assert seen["charts"] == seen["drawn"] == 8
-    # 16 accuracy dots + the 4 × 7 heatmap cells + a dot per category per pair
+    # results (one per dataset: 4) + signature heatmap (1) + one Δ-share chart per pair of the 4 models (6)
+    assert seen["charts"] == seen["drawn"] == 11
+    assert html.count("<h3 class=dataset>") == 4
+    # 16 result dots + the 4 × 7 heatmap cells + a dot per category per pair
     assert seen["marks"] > 16 + 28 + 6
     assert seen["external"] == [] and seen["scripts"] == 0
     assert "Example failures of the leading categories" in html
@@ -117,5 +118,5 @@ def test_app_download_is_the_same_report_for_the_filters(demo_db, monkeypatch):
 
     monkeypatch.setenv("FAULTLINE_DB", str(demo_db))
     html = report_html(Filters(models=["demo/atlas-7b", "demo/atlas-70b"]))()
-    assert html.count('<svg class="chart"') == 3  # accuracy, signatures, the one pair
+    assert html.count('<svg class="chart"') == 6  # results (one per dataset: 4), signatures, the one pair
     assert "demo/atlas-70b (A) vs demo/atlas-7b (B)" in html and "demo/cirrus-8b" not in html

@@ -48,7 +48,9 @@ def test_accuracy_uses_the_main_split_by_default(tmp_db, capsys):
     # M: only its main split; N has none, so every row of it counts, per split
     assert [(r["model"], r["split"], r["n"], r["correct"]) for r in got] == [
         ("M", "test", 6, 4), ("N", "test", 3, 1), ("N", "valid", 2, 0)]
-    assert set(got[0]) == {"model", "dataset", "split", "n", "correct", "accuracy", "ci_low", "ci_high"}
+    # the documented keys, then the harness's headline and the analysis threshold, each named
+    assert list(got[0])[:8] == ["model", "dataset", "split", "n", "correct", "accuracy", "ci_low", "ci_high"]
+    assert {"headline_metric", "headline", "scale_min", "scale_max", "analysis_threshold", "failure_rate"} <= set(got[0])
     assert got[0]["accuracy"] == pytest.approx(4 / 6)
     assert (got[0]["ci_low"], got[0]["ci_high"]) == _wilson(4, 6)
     assert [(r["model"], r["split"], r["n"]) for r in _accuracy_json(tmp_db, capsys, "--split", "all")] == [
@@ -61,8 +63,9 @@ def test_accuracy_readable_table_and_bad_split(tmp_db, capsys):
     _split_store(tmp_db)
     assert main(["accuracy", "--db", str(tmp_db), "--models", "M"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    assert lines[0].split() == ["model", "dataset", "split", "n", "correct", "accuracy", "95%", "CI"]
-    assert lines[1].split()[:6] == ["M", "ds", "test", "6", "4", "66.7%"]
+    assert lines[0].split() == ["model", "dataset", "split", "n", "harness's", "number", "95%", "CI", "interval",
+                                "failures", "under", "the", "analysis", "threshold"]
+    assert lines[1].split()[:6] == ["M", "ds", "test", "6", "66.7%", "30–90%"]
     assert lines[-1] == "accuracy of 1 models on 1 datasets (main split of each run): 1 rows, 6 scored predictions"
     assert main(["accuracy", "--db", str(tmp_db), "--split", "train"]) == 2
     assert "unknown split 'train'; choose one of: main, all, test, valid" in capsys.readouterr().err

@@ -240,7 +240,7 @@ def test_report_writes_html(tmp_db, tmp_path, capsys):
     out = tmp_path / "r.html"
     assert main(["report", "--db", str(tmp_db), "--out", str(out)]) == 0
     page = out.read_text()
-    assert "<h2>Accuracy</h2>" in page and "A (A) vs B (B)" in page and "<script" not in page
+    assert "<h2>Results</h2>" in page and "A (A) vs B (B)" in page and "<script" not in page
     assert capsys.readouterr().out.startswith(f"wrote {out}: 2 models, 1 comparisons")
     assert main(["report", "--db", str(tmp_db), "--models", "Q", "--out", str(out)]) == 2
 

@@ -6,10 +6,12 @@ from .data import (active_db, is_demo, load, no_analyses, offline_caveat, public
 from .filters import Filters, analyst_picker, sidebar_filters
 from . import setup
 from .nav import configure_page
+from .results import moved_threshold_note, results_caption, rules_caption, sensitivity_strip
 from .share import page_url, share_link
 from .text import md
 
-__all__ = ["Filters", "active_db", "analyst_picker", "configure_page", "is_demo", "load", "md", "no_analyses",
-           "offline_caveat",
+__all__ = ["Filters", "active_db", "analyst_picker", "configure_page", "is_demo", "load", "md",
+           "moved_threshold_note", "no_analyses", "offline_caveat", "results_caption", "rules_caption",
+           "sensitivity_strip",
            "page_url", "public_message", "read_only", "report_html", "require_data", "share_link", "setup",
            "sidebar_filters"]

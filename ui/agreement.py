@@ -6,6 +6,7 @@ from __future__ import annotations
 import polars as pl
 import streamlit as st
 
+from stats import fmt
 from store import agreement as sa
 from taxonomy import agreement as ta
 
@@ -45,7 +46,7 @@ def panel(analyst: str, f: Filters) -> str:
         return against
     c1, c2, c3 = st.columns(3)
     c1.metric("Failures labelled by both", f"{report.n:,}")
-    c2.metric("Raw agreement", f"{report.agreement:.1%}")
+    c2.metric("Raw agreement", fmt.pct(report.agreement))
     if report.kappa is None:
         c3.metric("Cohen's κ", "undefined")
         st.caption(f"κ is undefined: {report.kappa_note}.")
@@ -57,7 +58,7 @@ def panel(analyst: str, f: Filters) -> str:
     per = pl.DataFrame([{"category": c, **m} for c, m in report.per_category.items()])
     left, right = st.columns(2)
     left.caption("Per category: precision and recall of the analyst against the reference")
-    show_table(per, name="agreement-per-category", where=left, hide_index=True, column_config=_config(
+    show_table(columns.shown(per), name="agreement-per-category", where=left, hide_index=True, column_config=_config(
         per, precision=columns.percent("Precision"), recall=columns.percent("Recall")))
     right.caption("Confusion (rows: reference, columns: analyst)")
     show_table(pl.DataFrame({"reference": report.labels,

@@ -14,7 +14,7 @@ import altair as alt
 import polars as pl
 import streamlit as st
 
-from stats.fmt import D3_PERCENT as PERCENT
+from stats import fmt
 from taxonomy.catalog import NOT_ERROR_TYPES
 
 CELL = "cell"  # the selection name pages read back from st.altair_chart
@@ -116,38 +116,58 @@ def show(chart: alt.TopLevelMixin, name: str, key: str | None = None, **kwargs):
 
 
 def _cell_label(df: pl.DataFrame, value: str) -> pl.DataFrame:
-    """The text drawn in each cell, in the legend's unit; a non-zero share never reads "0%"."""
-    if value == "share":
-        v = pl.col("share")
-        label = (pl.when(v < 0.0005).then(pl.lit("<0.1%"))
-                 .otherwise((v * 100).round(1).cast(pl.String) + "%"))
-    elif value == "per_100":
-        v = pl.col("per_100")
-        label = pl.when(v < 0.05).then(pl.lit("<0.1")).otherwise(v.round(1).cast(pl.String))
-    else:
-        label = pl.col("count").cast(pl.String)
+    """The text drawn in each cell, in the legend's unit, by stats/fmt.py (as every table prints
+    the same number); a non-zero share never reads "0%"."""
+    texts = {"share": fmt.pct, "per_100": lambda v: "<0.1" if v < 0.05 else f"{v:.1f}",
+             "count": fmt.count}[value]
     top = df[value].max() or 1
-    return df.with_columns(label=label, dark=pl.col(value) / top > DARK)
+    return df.with_columns(
+        label=pl.Series([texts(v) for v in df[value].to_list()], dtype=pl.String),
+        share_text=pl.Series([fmt.pct(v) for v in df["share"].to_list()], dtype=pl.String),
+        dark=pl.col(value) / top > DARK)
 
 
-def accuracy(df: pl.DataFrame, dataset: str) -> alt.Chart:
-    """Accuracy per model on one dataset with its Wilson 95% interval (and HELM's headline, a
-    diamond, where it differs from the pooled figure)."""
-    best_first = alt.EncodingSortField("accuracy", op="max", order="descending")
-    base = alt.Chart(df).encode(y=alt.Y("model:N", sort=best_first, title=None,
-                                        axis=alt.Axis(labelLimit=360)))
-    x = alt.X("ci_low:Q", title="accuracy, pooled over questions (dot) with its 95% Wilson interval",
-              scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%"))
-    bars = base.mark_rule(strokeWidth=2, color=INK).encode(x=x, x2="ci_high:Q")
-    tooltip = ["model", alt.Tooltip("correct:Q", format=",d"), alt.Tooltip("n:Q", format=",d", title="questions"),
-               alt.Tooltip("accuracy:Q", format=PERCENT, title="accuracy (pooled)"),
-               alt.Tooltip("ci_low:Q", format=PERCENT), alt.Tooltip("ci_high:Q", format=PERCENT)]
-    layers = [bars]
-    if "helm_headline" in df.columns and (df["n_domains"] > 1).any() and df["helm_headline"].is_not_null().any():
-        tooltip.append(alt.Tooltip("helm_headline:Q", format=PERCENT, title="HELM headline"))
-        layers.append(base.mark_point(shape="diamond", size=110, filled=False, color="#d62728",
-                                      strokeWidth=2).encode(x="helm_headline:Q", tooltip=tooltip))
-    layers.append(base.mark_point(filled=True, size=80, color="#1f77b4").encode(x="accuracy:Q", tooltip=tooltip))
+def headline(df: pl.DataFrame, dataset: str) -> alt.Chart:
+    """Each model's result on one dataset as the harness reports it (`stats.model_accuracy`
+    rows): the harness's number with its 95% interval, on the metric's own scale (a pass rate on
+    0–100%, a jury mean on 1–5), best first; for a continuous metric the analysis threshold is a
+    dashed red line (the failures are the questions on its wrong side); for a dataset HELM runs
+    domain by domain, the rate pooled over questions is a grey diamond beside HELM's mean."""
+    from stats.headline import headline_interval_text, headline_text, is_continuous
+
+    rows = df.to_dicts()
+    first = rows[0]
+    rate = bool(first["headline_as_rate"])
+    low, high = (0.0, 1.0) if rate else (first["scale_min"], first["scale_max"])
+    data = df.with_columns(
+        harness=pl.Series([headline_text(r) for r in rows], dtype=pl.String),
+        interval=pl.Series([headline_interval_text(r) for r in rows], dtype=pl.String),
+        failed=pl.Series([f"{fmt.count(r['failures'])} of {fmt.count(r['n'])} ({fmt.pct(r['failure_rate'])})"
+                          if is_continuous(r) else "the same number" for r in rows], dtype=pl.String),
+        pooled=pl.Series([fmt.pct(r["accuracy"]) for r in rows], dtype=pl.String),
+    )
+    best_first = alt.EncodingSortField("headline", op="max", order="descending")
+    base = alt.Chart(data).encode(y=alt.Y("model:N", sort=best_first, title=None,
+                                          axis=alt.Axis(labelLimit=360)))
+    scale = alt.Scale(domain=[low, high]) if low is not None and high is not None else alt.Undefined
+    what = first["headline_of"] or "the harness's number"
+    x = alt.X("headline_ci_low:Q", scale=scale, axis=alt.Axis(format="%") if rate else alt.Undefined,
+              title=f"{what} (dot) with its 95% interval ({first['headline_interval'] or 'none'})")
+    tooltip = ["model", alt.Tooltip("harness:N", title="the harness's number"),
+               alt.Tooltip("interval:N", title="95% interval"), alt.Tooltip("n:Q", format=",d", title="questions"),
+               alt.Tooltip("failed:N", title="failures under the analysis threshold")]
+    layers = [base.mark_rule(strokeWidth=2, color=INK).encode(x=x, x2="headline_ci_high:Q")]
+    if rate and (df["n_domains"] > 1).any() and df["accuracy"].is_not_null().any() \
+            and (df["headline"] - df["accuracy"]).abs().max() > 0:
+        tooltip.append(alt.Tooltip("pooled:N", title="pooled over questions"))
+        layers.append(base.mark_point(shape="diamond", size=110, filled=False, color=MUTED, strokeWidth=2)
+                      .encode(x="accuracy:Q", tooltip=tooltip))
+    line = first["analysis_threshold"] if any(is_continuous(r) for r in rows) else None
+    if line is not None:
+        layers.append(alt.Chart(pl.DataFrame({"x": [line], "rule": [first["analysis_rule"]]}))
+                      .mark_rule(color="#d62728", strokeDash=[5, 3], strokeWidth=2)
+                      .encode(x="x:Q", tooltip=[alt.Tooltip("rule:N", title="analysis threshold")]))
+    layers.append(base.mark_point(filled=True, size=80, color="#1f77b4").encode(x="headline:Q", tooltip=tooltip))
     return alt.layer(*layers).properties(title=dataset, height=alt.Step(26))
 
 
@@ -167,7 +187,7 @@ def signature_heatmap(sig: pl.DataFrame, value: str) -> alt.Chart:
         opacity=alt.condition(pick, alt.value(1.0), alt.value(0.35)),
         tooltip=["model", "category", alt.Tooltip("count:Q", title="failures in category", format=",d"),
                  alt.Tooltip("failures:Q", title="failures with an error type", format=",d"),
-                 alt.Tooltip("share:Q", format=PERCENT), alt.Tooltip("per_100:Q", format=".1f")],
+                 alt.Tooltip("share_text:N", title="share"), alt.Tooltip("per_100:Q", format=".1f")],
     ).add_params(pick)
     text = base.mark_text(fontSize=FONT_SIZE).encode(
         text="label:N",
@@ -178,11 +198,12 @@ def signature_heatmap(sig: pl.DataFrame, value: str) -> alt.Chart:
 
 def signature_multiples(sig: pl.DataFrame) -> alt.Chart:
     """One small bar chart per model: share of its failures per category, coloured by category."""
-    return alt.Chart(sig).mark_bar().encode(
+    data = sig.with_columns(share_text=pl.Series([fmt.pct(v) for v in sig["share"].to_list()], dtype=pl.String))
+    return alt.Chart(data).mark_bar().encode(
         x=alt.X("share:Q", axis=alt.Axis(format="%"), title="share of the model's failures"),
         y=alt.Y("category:N", title=None, axis=alt.Axis(labelLimit=240)),
         color=alt.Color("category:N", scale=category_scale(sig["category"]), legend=None),
-        tooltip=["model", "category", alt.Tooltip("count:Q", format=",d"), alt.Tooltip("share:Q", format=PERCENT)],
+        tooltip=["model", "category", alt.Tooltip("count:Q", format=",d"), alt.Tooltip("share_text:N", title="share")],
     ).properties(width=260, height=alt.Step(22)).facet(
         facet=alt.Facet("model:N", title=None, header=alt.Header(labelLimit=300)), columns=3)
 
@@ -208,7 +229,7 @@ def delta_chart(df: pl.DataFrame, a: str, b: str) -> alt.Chart:
         x="delta:Q",
         tooltip=["category", "finding", alt.Tooltip("a_count:Q", title="A: failures", format=",d"),
                  alt.Tooltip("b_count:Q", title="B: failures", format=",d"),
-                 alt.Tooltip("delta:Q", format="+" + PERCENT, title="Δ share (B − A)"),
+                 alt.Tooltip("delta_text:N", title="Δ share (B − A)"),
                  alt.Tooltip("q_text:N", title="q (Benjamini–Hochberg)")],
     )
     return (zero + rules + points).properties(height=alt.Step(28))
@@ -221,6 +242,7 @@ def slice_heatmap(df: pl.DataFrame, by: str, categories: list[str]) -> alt.Chart
     same ones."""
     data = df.with_columns(
         label=pl.col("count").cast(pl.String) + "/" + pl.col("failures").cast(pl.String),
+        share_text=pl.Series([fmt.pct(v) for v in df["share"].to_list()], dtype=pl.String),
         dark=pl.col("share") > DARK)
     base = alt.Chart(data).encode(
         x=alt.X("category:N", title=None, scale=alt.Scale(domain=categories), axis=TOP_LABELS),
@@ -232,7 +254,7 @@ def slice_heatmap(df: pl.DataFrame, by: str, categories: list[str]) -> alt.Chart
                         legend=alt.Legend(format="%", orient="bottom", titleLimit=500, gradientLength=260)),
         tooltip=[by, "category", alt.Tooltip("count:Q", title="failures in category", format=",d"),
                  alt.Tooltip("failures:Q", title=f"classified failures in the {by}", format=",d"),
-                 alt.Tooltip("share:Q", format=PERCENT)],
+                 alt.Tooltip("share_text:N", title="share")],
     )
     text = base.mark_text(fontSize=12).encode(
         text="label:N", color=alt.condition("datum.dark", alt.value("white"), alt.value(INK)))

@@ -1,9 +1,12 @@
 """Human-readable column headers and one number format for every table the pages show.
 
 The query and stats layers keep their machine names (`a_count`, `ci_low`: they are the JSON and
-SQL interface); tables on screen show what the column means. The number style is stats/fmt.py's:
-percentages to one decimal, counts with thousands separators, p-values as text with two
-significant digits (a float column would print an underflowed p as 0), flags as yes/no.
+SQL interface); tables on screen show what the column means. The number style is stats/fmt.py's,
+applied in Python before a table is drawn (`shown`): percentages to one decimal, rounded (a
+number column with a `step` truncates — 0.9669 read "96.6%" — and would print a share the chart
+rounds to 1.7% as 1.6%), p-values with two significant digits (a float column would print an
+underflowed p as 0), scores on their scale, flags as yes/no; counts stay numbers with thousands
+separators.
 """
 
 from __future__ import annotations
@@ -49,7 +52,11 @@ LABELS = {
     "p_paired_text": "p (paired)",
     "p_errormap_text": "p (paper's check)",
     "ci": "95% interval",
-    "helm_headline": "HELM headline",
+    "harness": "The harness's number",
+    "harness_ci": "95% interval",
+    "headline_interval": "Interval",
+    "threshold_failures": "Failures under the analysis threshold",
+    "headline_note": "Note",
     "output": "Output (start)",
     "reviewed": "Labels reviewed",
     "agreed": "Reviews that confirmed",
@@ -60,7 +67,8 @@ LABELS = {
     "run_name": "Run name",
     "main_metric": "Pass/fail metric",
     "n_predictions": "Predictions",
-    "n_failures": "Failures",
+    "n_failures": "Failures (by the rule ingested)",
+    "scale": "Scale",
     "n_infra_errors": "Infrastructure errors",
     "ingested_at": "Ingested",
     "error_summary": "Summary",
@@ -94,14 +102,26 @@ LABELS = {
 
 # numbers shown as text (missing values read "–", intervals as "47.2–61.7%")
 TEXT_NUMBERS = {
-    "helm_headline": "HELM's own headline: the mean of the subjects' accuracies for a dataset HELM "
-                     "runs subject by subject (equal to the pooled rate with one subject); – for "
-                     "logs of other harnesses, whose headline is the pooled rate.",
+    "harness": "The harness's own headline, in its own metric and scale: a pass rate, a mean score "
+               "(a jury mean of 1–5, an F1 of 0–1), or for a dataset HELM runs domain by domain "
+               "(MMLU's subjects) the mean of the domains' numbers.",
+    "harness_ci": "95% interval of the harness's number: Wilson for a pass rate, Student t for a mean, "
+                  "t by domain for a mean of domains' numbers (stratified standard error; cut at the "
+                  "scale's ends); whole percentages below 100 questions.",
+    "threshold_failures": "The questions on the wrong side of the analysis threshold (the line that picks "
+                          "which predictions are analysed; its rule is under the chart), of those answered: "
+                          "not the harness's number. For a 0/1 metric it is one minus the pass rate.",
     "ci": "95% Wilson interval of the pooled accuracy; whole percentages below 100 questions.",
+    "harness_value": "The log's own aggregate (HELM stats.json, lm-eval results, the Inspect header) in "
+                     "its metric and scale, as the harness printed it.",
+}
+
+PERCENT_HELP = {
+    "accuracy": "Questions passed / questions answered, pooled over the domains.",
 }
 
 PERCENT_COLUMNS = {
-    "accuracy": "Accuracy (pooled)",
+    "accuracy": "Pass rate (pooled)",
     "ci_low": "95% interval: low",
     "ci_high": "95% interval: high",
     "share": "Share of the model's failures",
@@ -133,8 +153,22 @@ COMPARE_PAIRED = ["category", "a_only_fail", "b_only_fail", "p_paired_text", "p_
 
 
 def percent(label: str, help: str | None = None):
-    """A share shown as a percentage with one decimal (54.5%)."""
-    return st.column_config.NumberColumn(label, help=help, format="percent", step=0.001)
+    """A share shown as a percentage with one decimal (54.5%), formatted by `shown`."""
+    return st.column_config.TextColumn(label, help=help, alignment="right")
+
+
+SIGNED_PERCENT = {"delta"}
+
+
+def shown(frame: pl.DataFrame, *percent_columns: str) -> pl.DataFrame:
+    """The frame as a table draws it: every share column (`PERCENT_COLUMNS`, and any named
+    here) as stats/fmt.py text, so the same fraction reads the same on every page, chart and
+    report."""
+    wanted = set(PERCENT_COLUMNS) | set(percent_columns)
+    return frame.with_columns(
+        pl.Series(c, [(fmt.signed_pct if c in SIGNED_PERCENT else fmt.pct)(v) for v in frame[c].to_list()],
+                  dtype=pl.String)
+        for c in frame.columns if c in wanted and frame[c].dtype.is_float())
 
 
 def count(label: str, help: str | None = None):
@@ -147,7 +181,7 @@ def config(columns: list[str], **overrides) -> dict:
     out = {}
     for c in columns:
         if c in PERCENT_COLUMNS:
-            out[c] = percent(PERCENT_COLUMNS[c])
+            out[c] = percent(PERCENT_COLUMNS[c], PERCENT_HELP.get(c))
         elif c in COUNT_COLUMNS:
             out[c] = count(LABELS.get(c, c))
         elif c in P_HELP:
@@ -171,6 +205,7 @@ def compare_table(c) -> pl.DataFrame:
         p_fisher_text=pl.Series([fmt.p_value(r.p_fisher) for r in c.categories], dtype=pl.String),
         p_paired_text=pl.Series([fmt.p_value(r.p_paired) for r in c.categories], dtype=pl.String),
         p_errormap_text=pl.Series([fmt.p_value(r.p_errormap) for r in c.categories], dtype=pl.String),
+        delta_text=pl.Series([fmt.signed_pct(r.delta) for r in c.categories], dtype=pl.String),
     )
 
 
@@ -212,16 +247,43 @@ def discordant_config(columns: list[str], a: str, b: str) -> dict:
                   open=st.column_config.LinkColumn("Details", display_text="open", width="small"))
 
 
-def accuracy_table(acc: pl.DataFrame) -> pl.DataFrame:
-    """Accuracy per model and dataset as shown: the pooled rate, HELM's headline where it
-    differs, and the interval as text, no more precise than its sample size allows."""
-    interval = [fmt.interval(lo, hi, n) for lo, hi, n in acc.select("ci_low", "ci_high", "n").iter_rows()]
-    table = acc.select("model", "dataset", "n", "correct", "accuracy").with_columns(
-        ci=pl.Series(interval, dtype=pl.String))
-    if acc["helm_headline"].is_not_null().any():
-        table = table.with_columns(helm_headline=pl.Series(
-            [fmt.pct(v) for v in acc["helm_headline"].to_list()], dtype=pl.String))
+INTERVAL_SHORT = {"Wilson": "Wilson", "t": "t", "t over domains": "t by domain"}
+
+
+def results_table(acc: pl.DataFrame) -> pl.DataFrame:
+    """Each model's result per dataset as shown (`stats.model_accuracy` rows), narrow enough for
+    a 1280 px window: the harness's number and its interval (with how it was made) in the
+    metric's own units, and — for a continuous metric — the failures under the analysis threshold
+    apart; the pooled pass rate where HELM's mean over domains differs from it. Every number is
+    stats/fmt.py text; the notes are under each dataset's chart."""
+    from stats.headline import headline_interval_text, headline_text, is_continuous
+
+    rows = acc.to_dicts()
+    table = acc.select("model", "dataset", "n").with_columns(
+        harness=pl.Series([headline_text(r) for r in rows], dtype=pl.String),
+        harness_ci=pl.Series([f"{headline_interval_text(r)} ({INTERVAL_SHORT.get(r['headline_interval'], '–')})"
+                              if r["headline_interval"] else "–" for r in rows], dtype=pl.String),
+        threshold_failures=pl.Series([f"{fmt.count(r['failures'])} ({fmt.pct(r['failure_rate'])})"
+                                      if is_continuous(r) else "same number" for r in rows], dtype=pl.String),
+    )
+    if not any(is_continuous(r) for r in rows):
+        table = table.drop("threshold_failures")
+    if any(r["accuracy"] is not None and r["headline"] is not None and abs(r["accuracy"] - r["headline"]) > 1e-12
+           for r in rows):
+        table = table.with_columns(accuracy=pl.Series([fmt.pct(r["accuracy"]) for r in rows], dtype=pl.String))
     return table
+
+
+def runs_table(runs: pl.DataFrame) -> pl.DataFrame:
+    """The data page's runs as shown: the metric's scale as "1–5", the harness's own number as
+    stats/fmt.py prints a score (2.2e-308 stays readable), empty text cells as a dash."""
+    shown = words(runs, "harness_agrees").with_columns(
+        metric_min=pl.Series([fmt.span(lo, hi) if hi is not None else None
+                              for lo, hi in runs.select("metric_min", "metric_max").iter_rows()], dtype=pl.String),
+        harness_value=pl.Series([None if v is None else fmt.number(v) for v in runs["harness_value"].to_list()],
+                                dtype=pl.String),
+    ).rename({"metric_min": "scale"}).drop("metric_max")
+    return shown.with_columns(pl.col(pl.String).fill_null("—"))
 
 
 def split_error_types(sig: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:

@@ -278,7 +278,7 @@ def report_html(filters) -> Callable[[], str]:
         from stats.report import build_report
 
         html, _ = run_bounded(active_db(), build_report, models=filters.models, datasets=filters.datasets,
-                              domains=filters.domains)
+                              domains=filters.domains, thresholds=filters.thresholds)
         return html
 
     return build

@@ -16,12 +16,21 @@ def verdict_block(row: dict) -> None:
     word = fmt.outcome(row)
     colour = {"passed": "green", "failed": "red"}.get(word, "gray")
     st.markdown(f"**{md(row['model'])}** — :{colour}[{word}]")
+    from ingest.passfail import is_binary_rule
+
     metric = row.get("main_metric")
+    low, high = row.get("metric_min"), row.get("metric_max")
     score = f"{md(metric)} = {fmt.number(row['score'])}" if metric else f"score {fmt.number(row['score'])}"
-    rule = fmt.pass_rule(metric, row.get("pass_threshold"), row.get("metric_max"),
-                         row.get("lower_is_better"), row.get("scale_source"))
+    rule = fmt.pass_rule(metric, row.get("pass_threshold"), high, row.get("lower_is_better"),
+                         row.get("scale_source"), metric_min=low,
+                         binary=is_binary_rule(metric, low, high, row.get("scale_source")))
     st.caption(f"{score} · {md(rule, 400)}")
     notes = []
+    stored = row.get("stored_correct")
+    if stored is not None and row["is_correct"] is not None and stored != row["is_correct"]:
+        # the analysis threshold was moved for this view: say what the ingest decided
+        notes.append(f"{verdict(row)} under the analysis threshold set for this view; as ingested it "
+                     f"{'passed' if stored else 'failed'}")
     if row.get("verdict_note"):
         notes.append(md(row["verdict_note"], 600))
     if row.get("finish_reason") == "length":
