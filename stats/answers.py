@@ -29,7 +29,7 @@ from .budget import DEFAULT_TOKENS, SECTIONS, TEXT_SCALES, Answer, Clipper, TooL
 from .compare import compare as compare_models
 from .compare import pick_analyst, verdict
 from .links import base_url, view_url
-from .signatures import model_accuracy, unequal_questions
+from .headline import headline_text, is_continuous, model_accuracy, unequal_questions
 from .suspects import by_dataset
 
 MAX_LIMIT = 500
@@ -135,15 +135,27 @@ def _grouped(rows: list[dict], *keys: str) -> dict[tuple, list[dict]]:
 
 
 def _counts(mine: list[dict]) -> dict:
-    return {"outcomes": sum(r["n"] for r in mine), "failed": sum(r["n"] - r["correct"] for r in mine)}
+    return {"outcomes": sum(r["n"] for r in mine), "failed": sum(r["n"] - r["passed"] for r in mine)}
+
+
+def _outcomes_by(stats: list[dict], *keys: str) -> list[dict]:
+    """`q.outcome_stats` rows (per model, dataset, domain and run) summed over the rest: `n` outcomes,
+    `passed` under the ingest's verdicts."""
+    out: dict[tuple, dict] = {}
+    for r in stats:
+        row = out.setdefault(tuple(r[k] for k in keys), {**{k: r[k] for k in keys}, "n": 0, "passed": 0})
+        row["n"] += r["n"]
+        row["passed"] += r["passed"]
+    return list(out.values())
 
 
 def loaded(con, s: Settings, limit: int = 200, cursor: str | None = None) -> Answer:
     """Totals, then models, datasets, domains and analysts with their counts (main split)."""
     offset = _offset(cursor)
     totals = q.inventory(con)
-    per = q.accuracy(con, by="dataset").to_dicts()
-    per_domain = [r for r in q.domain_accuracy(con).to_dicts() if r["domain"] is not None]
+    stats = q.outcome_stats(con).to_dicts()
+    per = _outcomes_by(stats, "model", "dataset")
+    per_domain = [r for r in _outcomes_by(stats, "model", "dataset", "domain") if r["domain"] is not None]
     domains_of = _grouped(per_domain, "dataset")
     rows: list[dict] = []
     for (model,), mine in _grouped(per, "model").items():
@@ -178,17 +190,20 @@ def loaded(con, s: Settings, limit: int = 200, cursor: str | None = None) -> Ans
 # --- 2. results per model and dataset ------------------------------------------------------
 
 def result_row(r: dict) -> dict:
-    """One row of `python -m stats accuracy --json`, named for what it is.
-
-    The seam for the harness's headline: `stats accuracy` rows carry the pass rate under
-    Faultline's verdict (`accuracy`, with its Wilson interval); where they also carry the
-    harness's own headline (its metric, scale and value), add those fields here."""
-    failed = r["n"] - r["correct"]
+    """One row of `python -m stats accuracy --json`, named for what it is: the harness's own number
+    in its own metric and scale, and apart, the failures under the analysis threshold (for a 0/1
+    metric the same verdicts, so `passed` + `failures` = `n`)."""
+    continuous = is_continuous(r)
     return {"model": r["model"], "dataset": r["dataset"], "split": r["split"], "n": r["n"],
-            "passed": r["correct"], "failed": failed,
-            "pass_rate": r["accuracy"], "pass_rate_ci": [r["ci_low"], r["ci_high"]],
-            "failure_rate": failed / r["n"] if r["n"] else None,
-            "failure_rate_ci": [1 - r["ci_high"], 1 - r["ci_low"]]}
+            "harness_number": {
+                "metric": r["headline_metric"] or r["metric"], "kind": r["headline_kind"], "value": r["headline"],
+                "text": headline_text(r), "ci": [r["headline_ci_low"], r["headline_ci_high"]],
+                "interval": r["headline_interval"], "scale": [r["scale_min"], r["scale_max"]],
+                "over": r["headline_of"], "note": r["headline_note"]},
+            "passed": None if continuous else r["correct"],
+            "failures": r["failures"], "failure_rate": r["failure_rate"],
+            "failure_rate_ci": [r["failure_ci_low"], r["failure_ci_high"]],
+            "analysis_threshold": r["analysis_threshold"], "analysis_rule": r["analysis_rule"]}
 
 
 def results(con, s: Settings, models=None, datasets=None, domains=None, split: str = q.MAIN_SPLIT,
@@ -201,10 +216,12 @@ def results(con, s: Settings, models=None, datasets=None, domains=None, split: s
         "split": split,
         "definitions": {
             "n": "scored questions (a model's latest outcome on each)",
-            "pass_rate": "share passing the harness's verdict; for a continuous metric (F1, a 1-5 jury "
-                         "score) the share at or above the analysis threshold, not the harness's headline",
-            "failure_rate": "share failing (1 - pass_rate): the predictions failure analysis reads",
-            "*_ci": "two-sided 95% Wilson interval",
+            "harness_number": "the harness's own headline in its own metric and scale (a pass rate, or a mean "
+                              "score such as a 1-5 jury mean or an F1), with its 95% interval and how it was made",
+            "failures": "predictions failing under the analysis threshold (the ones failure analysis reads); "
+                        "for a 0/1 metric the harness's own verdicts, for a continuous metric a line on the score "
+                        "(analysis_rule), never the harness's number",
+            "failure_rate_ci": "two-sided 95% Wilson interval",
         },
     }
     warnings = [f"models answered different numbers of questions on {line}: compare them with the "
@@ -342,8 +359,7 @@ def failures(con, s: Settings, category: str | None = None, models=None, dataset
 
 def _model_row(row: dict, verified: list[dict], choices, clip: Clipper) -> dict:
     out = {"model": row["model"], "verdict": fmt.outcome(row), "score": row["score"],
-           "rule": fmt.pass_rule(row.get("main_metric"), row.get("pass_threshold"), row.get("metric_max"),
-                                 row.get("lower_is_better"), row.get("scale_source")),
+           "rule": fmt.row_pass_rule(row),
            "split": row["split"], "answer": _answer_text(clip, row["output_text"], row["mapped_output"], choices)}
     for key in ("verdict_note", "finish_reason"):
         if row.get(key):

@@ -246,6 +246,17 @@ def pass_rule(metric: str | None, threshold, metric_max, lower_is_better, scale_
     return f"pass when {metric} {op} {number(threshold)} ({scale}{source})"
 
 
+def row_pass_rule(row: dict) -> str:
+    """`pass_rule` for a stored prediction's row (its run's main_metric, pass_threshold,
+    metric_min/max, lower_is_better, scale_source): one phrasing for pages, the report and the
+    MCP server."""
+    from ingest.passfail import is_binary_rule  # the verdict rules' own test of a 0/1 metric
+
+    metric, low, high = row.get("main_metric"), row.get("metric_min"), row.get("metric_max")
+    return pass_rule(metric, row.get("pass_threshold"), high, row.get("lower_is_better"), row.get("scale_source"),
+                     metric_min=low, binary=is_binary_rule(metric, low, high, row.get("scale_source")))
+
+
 def outcome(row: dict) -> str:
     """A prediction's verdict in words: "passed", "failed", "infrastructure error" (the request
     errored: not the model's failure) or "not scored"."""

@@ -60,8 +60,8 @@ LIMIT_200, LIMIT_100, LIMIT_30, LIMIT_20, LIMIT_10 = (_limit(n) for n in (200, 1
 DESCRIPTIONS = {
     "loaded": "What the store holds: models, datasets, domains and analysts, with counts of scored "
               "questions and failures. Call first: the other tools take these exact names.",
-    "results": "Per model, dataset and split: scored questions, passed, failed, the pass rate under the "
-               "harness's verdict and the failure rate, each with a 95% Wilson interval.",
+    "results": "Per model, dataset and split: the harness's own number in its metric and scale (a pass "
+               "rate or mean score, 95% interval) and, apart, the failures under the analysis threshold.",
     "compare": "Model A vs model B on the questions both answered: McNemar exact test, each error type's "
                "share with Fisher p, BH q and a finding, and the questions only one fails (paged).",
     "failures": "Analysed failures of one error type (or all), each with the analyst's title, summary, "

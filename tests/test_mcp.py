@@ -212,14 +212,19 @@ def test_results_are_the_cli_accuracy_rows(demo_db, capsys):
         for row, cli_row in zip(data["results"], expected):
             assert (row["model"], row["dataset"], row["split"], row["n"], row["passed"]) == (
                 cli_row["model"], cli_row["dataset"], cli_row["split"], cli_row["n"], cli_row["correct"])
-            assert row["pass_rate"] == cli_row["accuracy"]
-            assert row["pass_rate_ci"] == [cli_row["ci_low"], cli_row["ci_high"]]
-            assert row["failed"] == cli_row["n"] - cli_row["correct"]
-            assert row["failure_rate"] == pytest.approx(1 - cli_row["accuracy"], abs=1e-15)
-            assert row["failure_rate_ci"] == pytest.approx([1 - cli_row["ci_high"], 1 - cli_row["ci_low"]], abs=1e-15)
+            number = row["harness_number"]
+            assert (number["value"], number["ci"], number["kind"], number["scale"]) == (
+                cli_row["headline"], [cli_row["headline_ci_low"], cli_row["headline_ci_high"]],
+                cli_row["headline_kind"], [cli_row["scale_min"], cli_row["scale_max"]])
+            # the demo's metrics are 0/1: the harness's number is a pass rate (HELM's mean of the subjects' for
+            # a dataset run subject by subject), the failures are the verdicts' complement
+            assert number["kind"] == "pass rate" and row["passed"] + row["failures"] == row["n"]
+            assert (row["failures"], row["failure_rate"]) == (cli_row["failures"], cli_row["failure_rate"])
+            assert row["failures"] == cli_row["n"] - cli_row["correct"]
+            assert row["failure_rate_ci"] == [cli_row["failure_ci_low"], cli_row["failure_ci_high"]]
     # the demo's planted rates: demo_math 144 outcomes, 50 failed over the four models
     data, _ = ask(demo_db, "results", datasets=["demo_math"])
-    assert sum(r["n"] for r in data["results"]) == 144 and sum(r["failed"] for r in data["results"]) == 50
+    assert sum(r["n"] for r in data["results"]) == 144 and sum(r["failures"] for r in data["results"]) == 50
 
 
 def test_compare_is_the_cli_comparison(demo_db, capsys):
@@ -290,7 +295,7 @@ def test_question_is_every_model_on_one_question(demo_db):
     assert {r["model"]: (r["verdict"] == "passed", r["answer"]) for r in data["models"]} == truth
     assert data["references"] == [{"text": "96", "correct": True}]
     for r in data["models"]:
-        assert r["rule"] == "pass when exact_match ≥ 0.7 (scale 0–1, from the registry)"
+        assert r["rule"] == "pass = correct (exact_match is 0/1, from the registry)"
         assert ("analysis" in r) == (r["verdict"] == "failed")
     calc = next(r for r in data["models"] if r["model"] == "demo/cirrus-8b")["analysis"]
     assert calc["category"] == "Calculation Error"
@@ -615,9 +620,9 @@ def test_links_open_the_same_view_on_the_dashboard(demo_db, monkeypatch):
 
     data, _ = ask(demo_db, "results", models=[A, B], datasets=["demo_qa"])
     at = open_link(data["link"], demo_db, monkeypatch)
-    table = next(d.value for d in at.dataframe if "accuracy" in d.value.columns)
-    assert sorted(zip(table["model"], table["n"], table["correct"])) == sorted(
-        (r["model"], r["n"], r["passed"]) for r in data["results"])
+    table = next(d.value for d in at.dataframe if "harness" in d.value.columns)
+    assert sorted(zip(table["model"], table["dataset"], table["n"], table["harness"])) == sorted(
+        (r["model"], r["dataset"], r["n"], r["harness_number"]["text"]) for r in data["results"])
 
     data, _ = ask(demo_db, "failures", category="Refusal")
     at = open_link(data["link"], demo_db, monkeypatch)

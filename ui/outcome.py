@@ -16,14 +16,9 @@ def verdict_block(row: dict) -> None:
     word = fmt.outcome(row)
     colour = {"passed": "green", "failed": "red"}.get(word, "gray")
     st.markdown(f"**{md(row['model'])}** — :{colour}[{word}]")
-    from ingest.passfail import is_binary_rule
-
     metric = row.get("main_metric")
-    low, high = row.get("metric_min"), row.get("metric_max")
     score = f"{md(metric)} = {fmt.number(row['score'])}" if metric else f"score {fmt.number(row['score'])}"
-    rule = fmt.pass_rule(metric, row.get("pass_threshold"), high, row.get("lower_is_better"),
-                         row.get("scale_source"), metric_min=low,
-                         binary=is_binary_rule(metric, low, high, row.get("scale_source")))
+    rule = fmt.row_pass_rule(row)
     st.caption(f"{score} · {md(rule, 400)}")
     notes = []
     stored = row.get("stored_correct")
