@@ -167,12 +167,15 @@ def transcript_totals(con: duckdb.DuckDBPyConnection, models=None, datasets=None
 
 
 def question_across_models(con: duckdb.DuckDBPyConnection, dataset: str, instance_id: str,
-                           models=None, chars: int = SUMMARY_CHARS) -> pl.DataFrame:
+                           models=None, chars: int = SUMMARY_CHARS, run_ids=None) -> pl.DataFrame:
     """One question, every model's latest prediction on it (with a transcript or not): its
     verdict and score, the output and the transcript summarised — step and tool-call counts, tool
     errors, the tools used, the first step with an error and what it said, the last step. Texts
-    are cut at `chars` characters; `*_chars` give their full stored length."""
+    are cut at `chars` characters; `*_chars` give their full stored length. `run_ids`: only
+    those runs (the ones a caller's outcomes come from, reruns decided elsewhere)."""
     mwhere, mparams = _in(model_key_sql("r"), models)
+    rwhere, rparams = _in("p.run_id", run_ids)
+    mwhere, mparams = mwhere + rwhere, mparams + rparams
     sql = f"""
         WITH latest AS (
             SELECT {model_key_sql("r")} AS model, p.run_id, p.instance_id, p.train_trial_index,
