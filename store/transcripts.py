@@ -215,3 +215,41 @@ def question_across_models(con: duckdb.DuckDBPyConnection, dataset: str, instanc
         ORDER BY l.model
     """
     return con.sql(sql, params=[dataset, instance_id, *mparams, chars, chars, chars]).pl()
+
+
+def agent_tasks(con: duckdb.DuckDBPyConnection, models=None, datasets=None, domains=None) -> pl.DataFrame:
+    """Per model and question with a transcript, its latest prediction: model, dataset,
+    instance_id, run_id, train_trial_index, is_correct, n_steps, n_tool_calls, n_tool_errors."""
+    where, params = _model_filter(models, datasets, domains)
+    sql = f"""
+        WITH {_LATEST_WITH_STEPS.format(where=where)},
+        counts AS ({_COUNTS.format(where="")})
+        SELECT l.model, l.dataset, l.instance_id, l.run_id, l.train_trial_index, l.is_correct,
+               c.n_steps, c.n_tool_calls, c.n_tool_errors
+        FROM latest_agent l
+        JOIN counts c ON c.run_id = l.run_id AND c.instance_id = l.instance_id
+         AND c.train_trial_index = l.train_trial_index
+        ORDER BY l.model, l.dataset, l.instance_id
+    """
+    return con.sql(sql, params=params or None).pl()
+
+
+def tool_use_by_task(con: duckdb.DuckDBPyConnection, models=None, datasets=None, domains=None) -> pl.DataFrame:
+    """`tool_use` before it is summed over questions: per model, dataset, question and tool, the
+    calls, the calls that were malformed, the results and the results that errored (so a caller
+    can keep only the questions two models both ran)."""
+    where, params = _model_filter(models, datasets, domains)
+    sql = f"""
+        WITH {_LATEST_WITH_STEPS.format(where=where)}
+        SELECT l.model, l.dataset, l.instance_id, coalesce(s.tool_name, '(unnamed)') AS tool,
+               count(*) FILTER (WHERE s.kind = 'tool call') AS calls,
+               count(*) FILTER (WHERE s.kind = 'tool call' AND s.error IS NOT NULL) AS malformed_calls,
+               count(*) FILTER (WHERE s.kind = 'tool result') AS results,
+               count(*) FILTER (WHERE s.kind = 'tool result' AND s.error IS NOT NULL) AS errors
+        FROM latest_agent l
+        JOIN transcript_steps s ON s.run_id = l.run_id AND s.instance_id = l.instance_id
+         AND s.train_trial_index = l.train_trial_index
+        WHERE s.kind IN ('tool call', 'tool result')
+        GROUP BY ALL ORDER BY ALL
+    """
+    return con.sql(sql, params=params or None).pl()
