@@ -26,6 +26,7 @@ from taxonomy.catalog import NOT_ERROR_TYPES
 from taxonomy.quotes import check_criteria, criteria
 
 from . import fmt
+from .agents import agent_compare
 from .budget import DEFAULT_TOKENS, SECTIONS, TEXT_SCALES, Answer, Clipper, TooLarge, error, fit
 from .compare import compare as compare_models
 from .compare import pick_analyst, verdict
@@ -252,7 +253,8 @@ def compare(con, s: Settings, a: str, b: str, datasets=None, domains=None, analy
     if analyst is not None:
         _analyst(con, analyst)
     c = compare_models(con, a, b, datasets, domains, analyst, split)
-    summary = c.to_json()
+    agent_runs = agent_compare(con, c.a, c.b, c.analyst, datasets, domains, split)
+    summary = {**c.to_json(), "agents": agent_runs.to_json() if agent_runs else None}  # as stats compare --json
     # the page's words for each test's answer, and Δ = B's share − A's with its Newcombe interval
     extra = {r.category: r for r in c.categories}
     for row in summary["categories"]:
@@ -287,6 +289,10 @@ def compare(con, s: Settings, a: str, b: str, datasets=None, domains=None, analy
                           "q_bh (Benjamini-Hochberg; finding significant at q <= 0.05), p_paired (McNemar "
                           "within the type), p_errormap (the ErrorMap paper's check, overstates significance)",
             "not_error_types": "Other, Hard to Analyze, No Model Error: counted apart, never tested",
+            **({"agents": "agent runs on the tasks both ran: where the analyst's first decisive error falls "
+                          "(early/middle/late third of the run), tools whose results errored (counted, not "
+                          "tested), Wilcoxon signed-rank p on the first error's share of the run"}
+               if agent_runs else {}),
         },
     }
     return Answer(head=head, link=s.link("compare", {"a": a, "b": b, **_filters(None, datasets, domains, split,
