@@ -76,11 +76,12 @@ def test_pages_show_the_agent_runs_only_where_there_are_transcripts(pair_db, tmp
     at.run()
     assert not at.exception
     assert "Agent runs" in [h.value for h in at.subheader]
-    table = next(d.value for d in at.dataframe if "early" in d.value.columns)
-    assert table.to_dict("records")[0] == {
-        "model": f"A: {A}", "tasks": 9, "failed": 8, "steps_median": "18", "analysed": 8, "with_step": 8,
-        "early": 8, "middle": 0, "late": 0, "step_median": "3", "share_median": "15.8%",
-        "tool_errors": "8 of 69"}
+    table = next(d.value for d in at.dataframe if "measure" in d.value.columns)
+    assert dict(zip(table["measure"], zip(table["m0"], table["m1"]))) == {
+        "Tasks": ("9", "9"), "Failed": ("8", "8"), "Steps (median)": ("18", "18"), "Analysed": ("8", "8"),
+        "Step named": ("8", "8"), "Early": ("8", "0"), "Middle": ("0", "0"), "Late": ("0", "8"),
+        "Error step (median)": ("3", "18"), "Run before it (median)": ("15.8%", "94.7%"),
+        "Tool errors": ("8 of 69", "8 of 69")}
     assert any("Wilcoxon signed\\-rank p \\= 0\\.0078" in m.value for m in at.markdown)
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     at.switch_page("pages/signatures.py")

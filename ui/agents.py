@@ -18,36 +18,41 @@ POSITION_HELP = ("The third of the run's steps the analyst's first decisive erro
                  "first third, late = the last.")
 
 
-def _sides_frame(sides: list[AgentSide], labels: list[str] | None = None) -> pl.DataFrame:
-    rows = []
-    for n, s in enumerate(sides):
-        rows.append({
-            "model": s.model if labels is None else f"{labels[n]}: {s.model}",
-            "tasks": s.tasks, "failed": s.failed, "steps_median": fmt.number(s.steps_median),
-            "analysed": s.analysed, "with_step": s.with_step, "early": s.early, "middle": s.middle, "late": s.late,
-            "step_median": fmt.number(s.step_median), "share_median": fmt.pct(s.share_median),
-            "tool_errors": f"{fmt.count(s.tool_errors)} of {fmt.count(s.tool_results)}",
-        })
-    return pl.DataFrame(rows)
+MEASURES = (  # (key, label, help): the rows of the agent tables on /compare and /signatures
+    ("tasks", "Tasks", "questions with a transcript (the model's latest run of each)"),
+    ("failed", "Failed", None),
+    ("steps_median", "Steps (median)", "steps in a run, median over its tasks"),
+    ("analysed", "Analysed", "failed runs the analyst analysed as transcripts"),
+    ("with_step", "Step named", "analysed runs with a first decisive error step named"),
+    ("early", "Early", POSITION_HELP),
+    ("middle", "Middle", POSITION_HELP),
+    ("late", "Late", POSITION_HELP),
+    ("step_median", "Error step (median)", "the first decisive error's step index, median"),
+    ("share_median", "Run before it (median)", "the share of the run's steps before the first error, median"),
+    ("tool_errors", "Tool errors", "tool results the log marks as errors, of all tool results"),
+)
 
 
-def _sides_table(sides: list[AgentSide], name: str, labels: list[str] | None = None) -> None:
-    frame = _sides_frame(sides, labels)
-    right = {"alignment": "right"}
-    show_table(frame, name=name, hide_index=True, column_config={
-        "model": "Model",
-        "tasks": columns.count("Tasks", "Questions with a transcript (the model's latest run of each)"),
-        "failed": columns.count("Failed"),
-        "steps_median": st.column_config.TextColumn("Median steps", **right),
-        "analysed": columns.count("Failed runs analysed", "analysed as transcripts by this analyst"),
-        "with_step": columns.count("First error step named"),
-        "early": columns.count("Early", POSITION_HELP),
-        "middle": columns.count("Middle", POSITION_HELP),
-        "late": columns.count("Late", POSITION_HELP),
-        "step_median": st.column_config.TextColumn("Median first-error step", **right),
-        "share_median": st.column_config.TextColumn("Median share of the run before it", **right),
-        "tool_errors": st.column_config.TextColumn("Tool results that errored", **right),
-    })
+def _values(s: AgentSide) -> dict[str, str]:
+    """A side's measures as the tables print them (counts with separators, medians, shares)."""
+    return {
+        "tasks": fmt.count(s.tasks), "failed": fmt.count(s.failed), "steps_median": fmt.number(s.steps_median),
+        "analysed": fmt.count(s.analysed), "with_step": fmt.count(s.with_step), "early": fmt.count(s.early),
+        "middle": fmt.count(s.middle), "late": fmt.count(s.late), "step_median": fmt.number(s.step_median),
+        "share_median": fmt.pct(s.share_median),
+        "tool_errors": f"{fmt.count(s.tool_errors)} of {fmt.count(s.tool_results)}",
+    }
+
+
+def _measures_table(sides: list[AgentSide], name: str, labels: list[str], title: str) -> None:
+    """One row per measure, one column per model: reads across, and fits a page where a column per
+    measure would not (eleven of them)."""
+    values = [_values(side) for side in sides]
+    columns_ = {f"m{n}": [v[k] for k, _, _ in MEASURES] for n, v in enumerate(values)}
+    frame = pl.DataFrame({"measure": [label for _, label, _ in MEASURES], **columns_})
+    show_table(frame, name=name, hide_index=True, height=35 * (len(MEASURES) + 1) + 3, column_config={
+        "measure": st.column_config.TextColumn(title, help=POSITION_HELP),
+        **{f"m{n}": st.column_config.TextColumn(label, alignment="right") for n, label in enumerate(labels)}})
 
 
 def _tools_table(side: AgentSide, name: str, where=None) -> None:
@@ -69,7 +74,7 @@ def signatures_section(sides: list[AgentSide]) -> None:
     st.caption("Per model, over its runs with a transcript under these filters (its latest run of each "
                "task). The first error is the analyst's first decisive error step; tool errors are the "
                "tool results the log marks as errors.")
-    _sides_table(sides, "signature-agents")
+    _measures_table(sides, "signature-agents", [s.model for s in sides], "Per model")
     with st.expander("Tools per model, those that fail most first"):
         for side in sides:
             st.markdown(f"**{md(side.model)}**")
@@ -85,7 +90,7 @@ def compare_section(c: AgentComparison) -> None:
     st.caption(f"On the {fmt.plural(c.shared_tasks, 'task')} both models ran with a transcript (each one's "
                "latest run). Early / middle / late: the third of the run's steps the analyst's first decisive "
                "error falls in.")
-    _sides_table([c.a_side, c.b_side], "compare-agents", labels=["A", "B"])
+    _measures_table([c.a_side, c.b_side], "compare-agents", [f"A: {c.a}", f"B: {c.b}"], "On the tasks both ran")
     st.markdown(md(share_test_text(c), 1000))
     st.caption("Tools are counted, not tested: the calls of one run are not independent trials, so a test "
                "per call would overstate what the counts show.")
