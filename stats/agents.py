@@ -20,6 +20,7 @@ from store import first_errors, transcripts
 from store.first_errors import POSITIONS
 from store.queries import MAIN_SPLIT
 
+from . import fmt
 from . import tests as t
 
 TASK_KEY = ("dataset", "instance_id")
@@ -73,6 +74,12 @@ class AgentComparison:
                 "first_error_share": {"both_failed_with_step": self.both_with_step,
                                       "median_difference_b_minus_a": self.share_diff_median,
                                       "wilcoxon_p": self.wilcoxon_p, "wilcoxon_n": self.wilcoxon_n}}
+
+
+def compare_json(comparison, agents: AgentComparison | None) -> dict:
+    """The documented `stats compare --json` shape (the MCP compare tool's too): the comparison,
+    then the agent runs under "agents" (null without transcripts)."""
+    return {**comparison.to_json(), "agents": agents.to_json() if agents else None}
 
 
 def _median(frame: pl.DataFrame, column: str) -> float | None:
@@ -152,8 +159,6 @@ def agent_compare(con, a: str, b: str, analyst: str | None, datasets=None, domai
 
 def position_text(side: AgentSide) -> str:
     """Where a model's first errors fall, in words."""
-    from . import fmt
-
     if side.with_step == 0:
         return (f"{fmt.plural(side.analysed, 'failed run')} analysed, no first-error step named"
                 if side.analysed else "no failed run analysed as a transcript yet")
@@ -164,8 +169,6 @@ def position_text(side: AgentSide) -> str:
 
 def tools_text(side: AgentSide, top: int = 3) -> str:
     """The tools whose results errored most, in words."""
-    from . import fmt
-
     failing = side.tools.filter(pl.col("errors") > 0).head(top)
     if failing.is_empty():
         return f"{fmt.plural(side.tool_calls, 'tool call')}, no tool result errored"
@@ -175,8 +178,6 @@ def tools_text(side: AgentSide, top: int = 3) -> str:
 
 
 def share_test_text(c: AgentComparison) -> str:
-    from . import fmt
-
     if c.both_with_step == 0:
         return "No task both failed with a first-error step named: the position of the first error is not tested."
     return (f"First error's place in the run (the share of its steps before it), B − A: median "
@@ -187,8 +188,6 @@ def share_test_text(c: AgentComparison) -> str:
 
 def agent_lines(c: AgentComparison) -> list[str]:
     """The agent comparison for a terminal."""
-    from . import fmt
-
     lines = [f"\nAgent runs: {fmt.plural(c.shared_tasks, 'task')} both ran (with a transcript)"]
     for label, side in (("A", c.a_side), ("B", c.b_side)):
         lines.append(f"  {label} {side.model}: {fmt.count(side.failed)} of {fmt.count(side.tasks)} failed, "

@@ -26,7 +26,7 @@ from taxonomy.catalog import NOT_ERROR_TYPES
 from taxonomy.quotes import check_criteria, criteria
 
 from . import fmt
-from .agents import agent_compare
+from .agents import agent_compare, compare_json
 from .budget import DEFAULT_TOKENS, SECTIONS, TEXT_SCALES, Answer, Clipper, TooLarge, error, fit
 from .compare import compare as compare_models
 from .compare import pick_analyst, verdict
@@ -254,7 +254,7 @@ def compare(con, s: Settings, a: str, b: str, datasets=None, domains=None, analy
         _analyst(con, analyst)
     c = compare_models(con, a, b, datasets, domains, analyst, split)
     agent_runs = agent_compare(con, c.a, c.b, c.analyst, datasets, domains, split)
-    summary = {**c.to_json(), "agents": agent_runs.to_json() if agent_runs else None}  # as stats compare --json
+    summary = compare_json(c, agent_runs)
     # the page's words for each test's answer, and Δ = B's share − A's with its Newcombe interval
     extra = {r.category: r for r in c.categories}
     for row in summary["categories"]:

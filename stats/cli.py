@@ -15,7 +15,7 @@ from store import FaultlineError
 from store import queries as q
 
 from . import fmt
-from .agents import agent_compare, agent_lines
+from .agents import agent_compare, agent_lines, compare_json
 from .compare import check_known, compare, mix_lines, regressions, score_lines, verdict
 from .headline import (accuracy_rows, dataset_rules, headline_interval_text, headline_text, is_continuous,
                        model_accuracy, parse_thresholds, usable_thresholds)
@@ -174,8 +174,7 @@ def _compare(args) -> int:
                          thresholds=thresholds, unpaired=args.unpaired)
         agents = agent_compare(con, result.a, result.b, result.analyst, args.datasets, args.domains, args.split)
     if args.json:
-        print(json.dumps({**result.to_json(), "agents": agents.to_json() if agents else None},
-                         indent=2, ensure_ascii=False))
+        print(json.dumps(compare_json(result, agents), indent=2, ensure_ascii=False))
     else:
         _print_table(result)
         for line in agent_lines(agents) if agents else []:

@@ -8,7 +8,7 @@ import polars as pl
 import streamlit as st
 
 from stats import fmt
-from stats.agents import AgentComparison, AgentSide, share_test_text
+from stats.agents import TOP_TOOLS, AgentComparison, AgentSide, share_test_text
 
 from . import columns
 from .tables import show_table
@@ -56,7 +56,7 @@ def _measures_table(sides: list[AgentSide], name: str, labels: list[str], title:
 
 
 def _tools_table(side: AgentSide, name: str, where=None) -> None:
-    tools = side.tools.head(8)
+    tools = side.tools.head(TOP_TOOLS)
     if tools.is_empty():
         (where or st).caption("No tool calls.")
         return

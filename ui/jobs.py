@@ -16,6 +16,8 @@ from pathlib import Path
 
 import streamlit as st
 
+from ingest.passfail import asked
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -98,8 +100,6 @@ def _discard_on_failure(job: Job) -> None:
     """A load that failed keeps nothing of what was uploaded for it (the store has none of it) —
     unless it stopped only for a setting the page asks for (a scale, a threshold, a main metric):
     then the files stay for "Load again with these settings", whose job takes them over."""
-    from ingest.passfail import asked
-
     if job.proc.wait() != 0 and not asked(job.problem()):
         for folder in job.discard:
             shutil.rmtree(folder, ignore_errors=True)
