@@ -47,12 +47,10 @@ st.caption(f"{fmt.plural(total, what[:-1] if total == 1 else what, what)}"
            + (f" (the first {rows.height:,} listed; narrow the filters or search)" if total > rows.height else "")
            + " — click a row to open its question.")
 listed = columns.words(rows.rename({"is_correct": "passed"}), "passed")
-show_table(listed.select("dataset", "instance_id", "model", "domain", "passed", "category", "error_title", "output"),
-             name="instances", hide_index=True, height=260, key="rows", on_select=_open_clicked,
-             selection_mode="single-row", column_config=columns.config(
-                 listed.columns, category=st.column_config.TextColumn("Category", width="medium"),
-                 error_title=st.column_config.TextColumn("Error title", width="medium"),
-                 output=st.column_config.TextColumn("Output (start)", width="large")))
+# the columns a reader scans come first, each a fixed width, so at 1280 px all of them show
+# (tests/test_browser.py measures it); the output's start and the domain follow off to the right
+show_table(listed.select(*columns.INSTANCE_WIDTHS), name="instances", hide_index=True, height=260, key="rows",
+           on_select=_open_clicked, selection_mode="single-row", column_config=columns.instance_list_config())
 
 keys = list(dict.fromkeys(f"{d}:{i}" for d, i in rows.select("dataset", "instance_id").iter_rows()))
 linked = st.query_params.get("instance")
