@@ -212,3 +212,50 @@ def question_across_models(con: duckdb.DuckDBPyConnection, dataset: str, instanc
         ORDER BY l.model
     """
     return con.sql(sql, params=[dataset, instance_id, *mparams, chars, chars, chars]).pl()
+
+
+def paired_agent_tasks(con: duckdb.DuckDBPyConnection, a: str, b: str, datasets=None, domains=None) -> pl.DataFrame:
+    """The tasks (dataset, instance_id) on which both models' latest predictions have a
+    transcript: where their agent runs can be compared."""
+    where, params = _model_filter([a, b], datasets, domains)
+    sql = f"""
+        WITH {_LATEST_WITH_STEPS.format(where=where)}
+        SELECT l.dataset, l.instance_id FROM latest_agent l
+        WHERE EXISTS (SELECT 1 FROM transcript_steps s WHERE s.run_id = l.run_id
+                      AND s.instance_id = l.instance_id AND s.train_trial_index = l.train_trial_index)
+        GROUP BY ALL HAVING count(DISTINCT l.model) = 2 ORDER BY ALL
+    """
+    return con.sql(sql, params=params or None).pl()
+
+
+def paired_tool_use(con: duckdb.DuckDBPyConnection, a: str, b: str, datasets=None, domains=None) -> pl.DataFrame:
+    """tool_use for models A and B on the tasks both ran with a transcript (paired_agent_tasks)."""
+    where, params = _model_filter([a, b], datasets, domains)
+    sql = f"""
+        WITH {_LATEST_WITH_STEPS.format(where=where)},
+        with_steps AS (
+            SELECT l.* FROM latest_agent l
+            WHERE EXISTS (SELECT 1 FROM transcript_steps s WHERE s.run_id = l.run_id
+                          AND s.instance_id = l.instance_id AND s.train_trial_index = l.train_trial_index)
+        ),
+        both_ran AS (
+            SELECT dataset, instance_id FROM with_steps GROUP BY ALL HAVING count(DISTINCT model) = 2
+        ),
+        calls AS (
+            SELECT l.model, s.tool_name, s.kind, s.error, l.dataset, l.instance_id
+            FROM with_steps l
+            JOIN both_ran USING (dataset, instance_id)
+            JOIN transcript_steps s ON s.run_id = l.run_id AND s.instance_id = l.instance_id
+             AND s.train_trial_index = l.train_trial_index
+            WHERE s.kind IN ('tool call', 'tool result')
+        )
+        SELECT model, coalesce(tool_name, '(unnamed)') AS tool,
+               count(*) FILTER (WHERE kind = 'tool call') AS calls,
+               count(*) FILTER (WHERE kind = 'tool result') AS results,
+               count(*) FILTER (WHERE kind = 'tool result' AND error IS NOT NULL) AS errors,
+               count(DISTINCT (dataset, instance_id)) FILTER (WHERE kind = 'tool result' AND error IS NOT NULL)
+                   AS tasks_with_errors
+        FROM calls GROUP BY ALL
+        ORDER BY model, errors DESC, calls DESC, tool
+    """
+    return con.sql(sql, params=params or None).pl()

@@ -120,3 +120,55 @@ def error_types_per_dataset(c, f, analyst: str | None) -> None:
         table = columns.compare_table(one)
         show_table(columns.shown(table.select(columns.COMPARE_KEY)), name="compare-dataset-error-types", hide_index=True,
                      column_config=columns.config(columns.COMPARE_KEY))
+
+
+def agent_runs(c) -> None:
+    """On the tasks both models ran with a transcript: where each model's first decisive error
+    falls, and which tools fail for each (stats/agents.py; the numbers `stats compare --json`
+    gives under "agents")."""
+    ag = c.agents
+    if ag is None:
+        return
+    from stats.agents import MIN_POSITIONS
+
+    st.subheader("Agent runs")
+    st.caption(f"On the {fmt.plural(ag.n_tasks, 'task')} both models ran with a transcript. Step numbers "
+               "count from 0; share = the part of the run before the first decisive error (step ÷ the "
+               "run's steps); early / middle / late = the third of the run it falls in.")
+    if ag.first_errors:
+        frame = pl.DataFrame([{
+            "model": f.model, "analysed": fmt.count(f.analysed), "with_step": fmt.count(f.with_step),
+            "median_step": "–" if f.median_step is None else f"{f.median_step:g}",
+            "median_share": fmt.pct(f.median_share), "early": fmt.count(f.early),
+            "middle": fmt.count(f.middle), "late": fmt.count(f.late)} for f in ag.first_errors])
+        st.markdown("**Where the first decisive error falls** (failed transcripts analysed by "
+                    f"{md(ag.analyst)})")
+        show_table(frame, name="compare-first-errors", hide_index=True, column_config={
+            "model": "Model", "analysed": st.column_config.TextColumn("Failed, analysed", alignment="right"),
+            "with_step": st.column_config.TextColumn("Step named", alignment="right"),
+            "median_step": st.column_config.TextColumn("Median step", alignment="right"),
+            "median_share": st.column_config.TextColumn("Median share of run", alignment="right"),
+            "early": st.column_config.TextColumn("Early", alignment="right"),
+            "middle": st.column_config.TextColumn("Middle", alignment="right"),
+            "late": st.column_config.TextColumn("Late", alignment="right")})
+        st.caption(f"Mann–Whitney U (two-sided) on the share of the run before the first error: p = "
+                   f"{fmt.p_value(ag.share_p)}." if ag.share_p is not None else
+                   f"Not tested: fewer than {MIN_POSITIONS} first errors with a named step for a model "
+                   "(an analyst names a step only when it is certain; the rest are Hard to Analyze).")
+    if ag.tools:
+        st.markdown("**Tools that fail** (results that carry an error, per tool; most errors first)")
+        tools = pl.DataFrame([{
+            "tool": r.tool,
+            "a": f"{fmt.count(r.a_errors)} of {fmt.count(r.a_results)} ({fmt.pct(r.a_share)})" if r.a_results
+            else f"no result ({fmt.plural(r.a_calls, 'call')})",
+            "b": f"{fmt.count(r.b_errors)} of {fmt.count(r.b_results)} ({fmt.pct(r.b_share)})" if r.b_results
+            else f"no result ({fmt.plural(r.b_calls, 'call')})",
+            "p": fmt.p_value(r.p_fisher) if r.p_fisher is not None else "–",
+            "q": fmt.p_value(r.q_bh) if r.q_bh is not None else "–"} for r in ag.tools],
+            schema={"tool": pl.String, "a": pl.String, "b": pl.String, "p": pl.String, "q": pl.String})
+        show_table(tools, name="compare-tools", hide_index=True, column_config={
+            "tool": "Tool", "a": f"A: errors of results ({c.a})", "b": f"B: errors of results ({c.b})",
+            "p": st.column_config.TextColumn("p (Fisher)", alignment="right"),
+            "q": st.column_config.TextColumn("q (BH)", alignment="right")})
+        st.caption("Fisher exact on errored vs clean results, Benjamini–Hochberg over the tools tested; "
+                   "“–”: not tested (a model got no result from the tool, or neither had an error).")
