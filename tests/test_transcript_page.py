@@ -130,6 +130,9 @@ def test_paging_moves_through_the_steps(long_store):
     at.number_input[0].set_value(50).run()
     assert not at.exception
     assert "Steps 4,900–4,999 of 5,000. Link to a step: add step=N to this page's link." in texts(at)
+    # the link keeps the page: it names the page's first step
+    assert at.query_params["step"] == "4900"
+    assert ":material/link: the step this link names" in texts(at)
 
 
 def test_each_model_s_transcript_is_picked_by_the_link(long_store):

@@ -175,8 +175,14 @@ def timeline(row: dict, analysis: dict | None, key: str = "transcript") -> None:
                         f"{first['step_index'] // STEPS_PER_PAGE + 1})")
     if counts["first_error_step"] is not None:
         jump[1].caption(f"first step with a logged error: {counts['first_error_step']}")
+    widget = f"{key}-page-{run_id}-{instance_id}-{linked}"
+
+    def _paged() -> None:
+        # the URL keeps the view: a new page is linked as its first step (ui/urlstate.py's rule)
+        st.query_params["step"] = str((st.session_state[widget] - 1) * STEPS_PER_PAGE)
+
     page = jump[2].number_input(f"Page of steps (of {pages:,}, {STEPS_PER_PAGE} each)", 1, pages,
-                                min(max(start_page, 1), pages), key=f"{key}-page-{run_id}-{instance_id}-{linked}")
+                                min(max(start_page, 1), pages), key=widget, on_change=_paged)
     lo = (page - 1) * STEPS_PER_PAGE
     steps = load(tr.transcript_page, run_id=run_id, instance_id=instance_id, trial=trial, start=lo,
                  limit=STEPS_PER_PAGE)
