@@ -122,8 +122,6 @@ else:
             b_share=columns.percent("B: share of labelled failures"),
             a_count=columns.count("A: failures"), b_count=columns.count("B: failures")))
 
-comparison.agent_runs(c)
-
 st.subheader("Questions only one model fails")
 counts = {"only A fails": c.a_only_fail, "only B fails": c.b_only_fail}
 tabs = st.tabs([f"Only A fails ({fmt.count(c.a_only_fail)})", f"Only B fails ({fmt.count(c.b_only_fail)})"])

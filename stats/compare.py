@@ -20,7 +20,7 @@ presented as a difference between the models.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 
 import polars as pl
 
@@ -30,7 +30,6 @@ from taxonomy.catalog import NOT_ERROR_TYPES
 
 from . import fmt
 from . import tests as t
-from .agents import AgentComparison, compare_agents
 
 
 @dataclass(frozen=True)
@@ -186,9 +185,6 @@ class Comparison:
     by_dataset: list[DatasetComparison] = field(default_factory=list)
     mix: list[MixRow] = field(default_factory=list)
     thresholds: dict[str, float] = field(default_factory=dict)
-    # agent runs: where first errors fall and which tools fail (stats/agents.py); None without
-    # a task both models ran with a transcript
-    agents: AgentComparison | None = None
 
     @property
     def mixes_differ(self) -> bool:
@@ -233,8 +229,6 @@ class Comparison:
             "mix": [asdict(m) for m in self.mix],
             "mixes_differ": self.mixes_differ,
             "by_dataset": [d.to_json() for d in self.by_dataset],
-            # only when the two models ran some task with a transcript (stats/agents.py)
-            **({} if self.agents is None else {"agents": self.agents.to_json()}),
         }
 
     def not_error_frame(self) -> pl.DataFrame:
@@ -299,10 +293,9 @@ def compare(con, a: str, b: str, datasets=None, domains=None, analyst: str | Non
     continuous = {d: r for d, r in rules.items() if r.movable and d in set(paired["dataset"])}
     scores = (q.paired_scores(con, a, b, sorted(continuous), domains, split=split) if continuous
               else pl.DataFrame(schema={"dataset": pl.String, "a_score": pl.Float64, "b_score": pl.Float64}))
-    result = compare_frames(a, b, analyst, datasets, domains, paired, everywhere, split,
-                            unpaired=unpaired, scores=scores, rules=continuous, thresholds=thresholds,
-                            types_by_dataset=types_by_dataset)
-    return replace(result, agents=compare_agents(con, a, b, analyst, datasets, domains, split))
+    return compare_frames(a, b, analyst, datasets, domains, paired, everywhere, split,
+                          unpaired=unpaired, scores=scores, rules=continuous, thresholds=thresholds,
+                          types_by_dataset=types_by_dataset)
 
 
 def _paired_labels(paired: pl.DataFrame, a: str, b: str) -> pl.DataFrame:
