@@ -20,6 +20,7 @@ import pyarrow as pa
 from pydantic import TypeAdapter, ValidationError
 
 from .errors import IngestError
+from .evidence import positive_int
 from .records import STEP_KINDS, StepRecord
 
 STEP_TEXT_ENV = "FAULTLINE_STEP_TEXT_CHARS"
@@ -192,17 +193,10 @@ def _arguments(arguments: Any) -> tuple[str, str | None]:
 
 
 def count(value: Any) -> int | None:
-    """A token count as logged (ints, integral floats, numeric text), else None."""
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, str):
-        try:
-            value = float(value)
-        except ValueError:
-            return None
-    if isinstance(value, (int, float)) and math.isfinite(value) and value >= 0 and float(value).is_integer():
-        return int(value) if value < 2**62 else None
-    return None
+    """A token count as logged (ints, integral floats, numeric text), else None; one too large
+    for the store's BIGINT is None too."""
+    n = positive_int(value)
+    return n if n is not None and n < 2**62 else None
 
 
 def _seconds(value: Any) -> float | None:

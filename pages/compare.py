@@ -11,7 +11,7 @@ import ui
 from stats import fmt
 from stats.compare import mix_lines
 from store import queries as q
-from ui import charts, columns, comparison, pairs
+from ui import agents, charts, columns, comparison, pairs
 from ui.text import md
 from ui.urlstate import warn_unknown
 from ui.tables import show_table
@@ -121,6 +121,11 @@ else:
             apart.columns, a_share=columns.percent("A: share of labelled failures"),
             b_share=columns.percent("B: share of labelled failures"),
             a_count=columns.count("A: failures"), b_count=columns.count("B: failures")))
+
+agent_runs = ui.load(stats.agent_compare, a=a, b=b, analyst=analyst, datasets=f.datasets, domains=f.domains,
+                     split=f.split)
+if agent_runs is not None:
+    agents.compare_section(agent_runs)
 
 st.subheader("Questions only one model fails")
 counts = {"only A fails": c.a_only_fail, "only B fails": c.b_only_fail}

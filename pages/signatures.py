@@ -8,7 +8,7 @@ import stats
 import ui
 from stats import fmt
 from store import queries as q
-from ui import charts, columns
+from ui import agents, charts, columns
 from ui.tables import show_table
 
 ui.configure_page("pages/signatures.py", "Failure signatures")
@@ -66,6 +66,11 @@ if not apart.is_empty():
     show_table(columns.shown(table), name="signature-apart", hide_index=True, column_config=columns.config(
         table.columns, labelled=columns.count("Labelled failures"),
         share=columns.percent("Share of labelled failures")))
+
+agent_sides = ui.load(stats.agent_sides, analyst=analyst, models=f.models, datasets=f.datasets,
+                      domains=f.domains, split=f.split)
+if agent_sides:
+    agents.signatures_section(agent_sides)
 
 st.subheader("Table and human review")
 table = errors.select("model", "category", "count", "failures", "share", "questions", "per_100")

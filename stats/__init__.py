@@ -1,5 +1,6 @@
 """Statistics for comparing models' failures: tests, the pairwise comparison, the HTML report."""
 
+from .agents import agent_compare, agent_sides
 from .compare import CategoryResult, Comparison, compare, pick_analyst, regressions, verdict
 from .headline import accuracy_rows, dataset_rules, model_accuracy, unequal_questions
 from .signatures import signature
@@ -8,6 +9,8 @@ from .tests import (ALPHA, bh, errormap_check, fisher, mcnemar_can_decide, mcnem
 
 __all__ = [
     "ALPHA",
+    "agent_compare",
+    "agent_sides",
     "CategoryResult",
     "accuracy_rows",
     "dataset_rules",

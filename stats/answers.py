@@ -20,11 +20,13 @@ from store import FaultlineError
 from store import agreement as sa
 from store import analysis as store_analysis
 from store import evidence as store_evidence
+from store import transcripts as store_transcripts
 from store import queries as q
 from taxonomy.catalog import NOT_ERROR_TYPES
 from taxonomy.quotes import check_criteria, criteria
 
 from . import fmt
+from .agents import agent_compare
 from .budget import DEFAULT_TOKENS, SECTIONS, TEXT_SCALES, Answer, Clipper, TooLarge, error, fit
 from .compare import compare as compare_models
 from .compare import pick_analyst, verdict
@@ -37,6 +39,7 @@ MAX_LIMIT = 500
 LIST_TEXT = 300       # lists of questions (compare, failures, suspects)
 QUESTION_TEXT = 3000  # one question: its input and each model's output
 MAX_REFERENCES, MAX_CHOICES = 10, 26
+MAX_TOOLS, TRANSCRIPT_TEXT = 20, 600  # an agent run's summary: tools named, characters read of a step
 WHOLE_TEXTS = "the question answer shows up to 3,000 characters of a text, the dashboard link all of it"
 
 
@@ -250,7 +253,8 @@ def compare(con, s: Settings, a: str, b: str, datasets=None, domains=None, analy
     if analyst is not None:
         _analyst(con, analyst)
     c = compare_models(con, a, b, datasets, domains, analyst, split)
-    summary = c.to_json()
+    agent_runs = agent_compare(con, c.a, c.b, c.analyst, datasets, domains, split)
+    summary = {**c.to_json(), "agents": agent_runs.to_json() if agent_runs else None}  # as stats compare --json
     # the page's words for each test's answer, and Δ = B's share − A's with its Newcombe interval
     extra = {r.category: r for r in c.categories}
     for row in summary["categories"]:
@@ -285,6 +289,10 @@ def compare(con, s: Settings, a: str, b: str, datasets=None, domains=None, analy
                           "q_bh (Benjamini-Hochberg; finding significant at q <= 0.05), p_paired (McNemar "
                           "within the type), p_errormap (the ErrorMap paper's check, overstates significance)",
             "not_error_types": "Other, Hard to Analyze, No Model Error: counted apart, never tested",
+            **({"agents": "agent runs on the tasks both ran: where the analyst's first decisive error falls "
+                          "(early/middle/late third of the run), tools whose results errored (counted, not "
+                          "tested), Wilcoxon signed-rank p on the first error's share of the run"}
+               if agent_runs else {}),
         },
     }
     return Answer(head=head, link=s.link("compare", {"a": a, "b": b, **_filters(None, datasets, domains, split,
@@ -357,7 +365,7 @@ def failures(con, s: Settings, category: str | None = None, models=None, dataset
 
 # --- 5. one question across every model -----------------------------------------------------
 
-def _model_row(row: dict, verified: list[dict], choices, clip: Clipper) -> dict:
+def _model_row(row: dict, verified: list[dict], choices, clip: Clipper, steps: dict | None = None) -> dict:
     out = {"model": row["model"], "verdict": fmt.outcome(row), "score": row["score"],
            "rule": fmt.row_pass_rule(row),
            "split": row["split"], "answer": _answer_text(clip, row["output_text"], row["mapped_output"], choices)}
@@ -378,6 +386,10 @@ def _model_row(row: dict, verified: list[dict], choices, clip: Clipper) -> dict:
                           "quote_in_output": c["evidence_verified"], "comment": clip(c.get("comment"), 300)}
                          for c in checked[:10]],
         }
+        if row.get("step_index") is not None:  # a transcript's analysis names its first decisive error step
+            out["analysis"]["first_error_step"] = {
+                "step": row["step_index"], "of": row["n_steps"], "agent": row["step_agent"],
+                "quote": clip(row["step_quote"], 300)}
         mine = [v for v in verified if v["run_id"] == row["run_id"]]
         if mine:
             out["analysis"]["verified"] = [{"verifier": v["verifier"], "accepted": v["accepted"],
@@ -388,8 +400,23 @@ def _model_row(row: dict, verified: list[dict], choices, clip: Clipper) -> dict:
         out["review"] = {"action": row["review_action"], "category": row["review_category"],
                          "note": clip(row["review_note"], 600), "reviewer": row["reviewer"],
                          "at": row["reviewed_at"]}
-    # Transcript steps (agent runs) are summarised here, once per model, when the store keeps
-    # them: read the steps of (row["run_id"], this question) and add one short line per step.
+    if steps is not None:
+        out["transcript"] = _steps_summary(steps, clip)
+    return out
+
+
+def _steps_summary(steps: dict, clip: Clipper) -> dict:
+    """An agent run's transcript in a few fields (store/transcripts.py question_across_models):
+    how many steps, tool calls and tool errors, the tools used, the first step the log marks as an
+    error and what it said, and the last step. The steps themselves are on the dashboard link."""
+    tools = list(steps["tools"] or [])
+    out = {"steps": steps["n_steps"], "tool_calls": steps["n_tool_calls"], "tool_errors": steps["n_tool_errors"],
+           "tools": tools[:MAX_TOOLS]}
+    if len(tools) > MAX_TOOLS:
+        out["tools_left_out"] = len(tools) - MAX_TOOLS
+    if steps["first_error_step"] is not None:
+        out["first_logged_error"] = {"step": steps["first_error_step"], "error": clip(steps["first_error"], 300)}
+    out["last_step"] = {"kind": steps["last_step_kind"], "text": clip(steps["last_step_text"], 600)}
     return out
 
 
@@ -433,7 +460,11 @@ def question(con, s: Settings, dataset: str, instance_id: str, models=None, anal
         head["instructions"] = clip(first["instructions"], 1000)
     if first.get("prompt_text"):
         head["prompt"] = clip(first["prompt_text"], 1500)
-    rows = [_model_row(r, verified, first["choices"], clip) for r in detail]
+    # agent runs: each model's transcript summarised, matched on the run its outcome comes from
+    steps = {r["run_id"]: r for r in store_transcripts.question_across_models(
+        con, dataset, instance_id, chars=TRANSCRIPT_TEXT, run_ids=[r["run_id"] for r in detail]
+    ).iter_rows(named=True) if r["n_steps"]}
+    rows = [_model_row(r, verified, first["choices"], clip, steps.get(r["run_id"])) for r in detail]
     link = s.link("instances", {"instance": f"{dataset}:{instance_id}", "models": list(models or []),
                                 "analyst": analyst})
     return Answer(head=head, link=link, rows_key="models", rows=rows[offset:offset + limit], total=len(rows),

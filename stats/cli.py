@@ -15,6 +15,7 @@ from store import FaultlineError
 from store import queries as q
 
 from . import fmt
+from .agents import agent_compare, agent_lines
 from .compare import check_known, compare, mix_lines, regressions, score_lines, verdict
 from .headline import (accuracy_rows, dataset_rules, headline_interval_text, headline_text, is_continuous,
                        model_accuracy, parse_thresholds, usable_thresholds)
@@ -171,10 +172,14 @@ def _compare(args) -> int:
         thresholds = _thresholds(con, args)
         result = compare(con, args.a, args.b, args.datasets, args.domains, args.analyst, args.split,
                          thresholds=thresholds, unpaired=args.unpaired)
+        agents = agent_compare(con, result.a, result.b, result.analyst, args.datasets, args.domains, args.split)
     if args.json:
-        print(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+        print(json.dumps({**result.to_json(), "agents": agents.to_json() if agents else None},
+                         indent=2, ensure_ascii=False))
     else:
         _print_table(result)
+        for line in agent_lines(agents) if agents else []:
+            print(line)
     summary_to = sys.stderr if args.json else sys.stdout
     failed = regressions(result) if args.fail_on_regression else []
     for reason in failed:

@@ -67,7 +67,8 @@ DESCRIPTIONS = {
     "failures": "Analysed failures of one error type (or all), each with the analyst's title, summary, "
                 "evidence quotes checked against the output, the answer and the gold (paged).",
     "question": "One question across every model that answered it: input, references, each model's "
-                "answer, score, verdict rule, judges' notes, the analyst's analysis and human review.",
+                "answer, score, verdict rule, judges' notes, the analyst's analysis, human review and, for "
+                "agent runs, the transcript summarised.",
     "suspects": "Benchmark items that look like scoring or reference problems: failures the analyst found "
                 "not the model's fault, and questions every model fails with the same answer (paged).",
 }

@@ -489,7 +489,8 @@ def _open(req: Request, known: Source | None, timeout: float):
 # ------------------------------------------------------------------ one download
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether process `pid` still runs (one of another user counts as running)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -510,7 +511,7 @@ def remove_abandoned_parts(folder: Path) -> list[Path]:
     for part in folder.glob(f"{PART_PREFIX}*"):
         pid = part.name[len(PART_PREFIX):].split("-", 1)[0]
         try:
-            stale = (not _alive(int(pid))) if pid.isdigit() and int(pid) != os.getpid() else (
+            stale = (not alive(int(pid))) if pid.isdigit() and int(pid) != os.getpid() else (
                 not pid.isdigit() and time.time() - part.stat().st_mtime > 86400)
             if stale:
                 part.unlink()

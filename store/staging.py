@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 from .db import write_session
 from .errors import StoreError
+from .remote import alive
 from .runs import LateRule, StagedRun, replace_from, replace_runs, run_tables
 from .writes import transaction
 
@@ -42,16 +43,6 @@ def staging_folder(db: Path, pid: int | None = None) -> Path:
     return db.with_name(f".{db.name}.ingest-{os.getpid() if pid is None else pid}")
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def remove_abandoned(db: Path) -> list[Path]:
     """Remove the staging folders that ingests killed outright left beside `db` (their process
     is gone); return them."""
@@ -59,7 +50,7 @@ def remove_abandoned(db: Path) -> list[Path]:
     prefix = staging_folder(db, 0).name[:-1]
     for folder in db.parent.glob(f"{prefix}*"):
         pid = folder.name[len(prefix):]
-        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+        if pid.isdigit() and int(pid) != os.getpid() and not alive(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)
             gone.append(folder)
     return gone

@@ -167,12 +167,15 @@ def transcript_totals(con: duckdb.DuckDBPyConnection, models=None, datasets=None
 
 
 def question_across_models(con: duckdb.DuckDBPyConnection, dataset: str, instance_id: str,
-                           models=None, chars: int = SUMMARY_CHARS) -> pl.DataFrame:
+                           models=None, chars: int = SUMMARY_CHARS, run_ids=None) -> pl.DataFrame:
     """One question, every model's latest prediction on it (with a transcript or not): its
     verdict and score, the output and the transcript summarised — step and tool-call counts, tool
     errors, the tools used, the first step with an error and what it said, the last step. Texts
-    are cut at `chars` characters; `*_chars` give their full stored length."""
+    are cut at `chars` characters; `*_chars` give their full stored length. `run_ids`: only
+    those runs (the ones a caller's outcomes come from, reruns decided elsewhere)."""
     mwhere, mparams = _in(model_key_sql("r"), models)
+    rwhere, rparams = _in("p.run_id", run_ids)
+    mwhere, mparams = mwhere + rwhere, mparams + rparams
     sql = f"""
         WITH latest AS (
             SELECT {model_key_sql("r")} AS model, p.run_id, p.instance_id, p.train_trial_index,
@@ -212,3 +215,41 @@ def question_across_models(con: duckdb.DuckDBPyConnection, dataset: str, instanc
         ORDER BY l.model
     """
     return con.sql(sql, params=[dataset, instance_id, *mparams, chars, chars, chars]).pl()
+
+
+def agent_tasks(con: duckdb.DuckDBPyConnection, models=None, datasets=None, domains=None) -> pl.DataFrame:
+    """Per model and question with a transcript, its latest prediction: model, dataset,
+    instance_id, run_id, train_trial_index, is_correct, n_steps, n_tool_calls, n_tool_errors."""
+    where, params = _model_filter(models, datasets, domains)
+    sql = f"""
+        WITH {_LATEST_WITH_STEPS.format(where=where)},
+        counts AS ({_COUNTS.format(where="")})
+        SELECT l.model, l.dataset, l.instance_id, l.run_id, l.train_trial_index, l.is_correct,
+               c.n_steps, c.n_tool_calls, c.n_tool_errors
+        FROM latest_agent l
+        JOIN counts c ON c.run_id = l.run_id AND c.instance_id = l.instance_id
+         AND c.train_trial_index = l.train_trial_index
+        ORDER BY l.model, l.dataset, l.instance_id
+    """
+    return con.sql(sql, params=params or None).pl()
+
+
+def tool_use_by_task(con: duckdb.DuckDBPyConnection, models=None, datasets=None, domains=None) -> pl.DataFrame:
+    """`tool_use` before it is summed over questions: per model, dataset, question and tool, the
+    calls, the calls that were malformed, the results and the results that errored (so a caller
+    can keep only the questions two models both ran)."""
+    where, params = _model_filter(models, datasets, domains)
+    sql = f"""
+        WITH {_LATEST_WITH_STEPS.format(where=where)}
+        SELECT l.model, l.dataset, l.instance_id, coalesce(s.tool_name, '(unnamed)') AS tool,
+               count(*) FILTER (WHERE s.kind = 'tool call') AS calls,
+               count(*) FILTER (WHERE s.kind = 'tool call' AND s.error IS NOT NULL) AS malformed_calls,
+               count(*) FILTER (WHERE s.kind = 'tool result') AS results,
+               count(*) FILTER (WHERE s.kind = 'tool result' AND s.error IS NOT NULL) AS errors
+        FROM latest_agent l
+        JOIN transcript_steps s ON s.run_id = l.run_id AND s.instance_id = l.instance_id
+         AND s.train_trial_index = l.train_trial_index
+        WHERE s.kind IN ('tool call', 'tool result')
+        GROUP BY ALL ORDER BY ALL
+    """
+    return con.sql(sql, params=params or None).pl()

@@ -128,6 +128,7 @@ def test_instance_view_prints_the_scale_from_its_bottom(tmp_db, monkeypatch):
     at.switch_page("pages/instances.py")
     at.query_params.update(instance="aci:q1", threshold="aci:3")
     at.run()
+    assert not at.exception
     notes = [c.value for c in at.caption if c.value.startswith("Note:")]
     assert notes == ["Note: passed under the analysis threshold set for this view; as ingested it failed"]
 

@@ -659,3 +659,30 @@ def test_the_documented_examples_are_the_demo_stores_answers(demo_db):
     assert rendered(text, demo_db) == text, "docs/mcp.md's examples drifted: run `python tests/mcp_docs.py`"
     for tool, args, block in found:
         assert json.loads(block)["size"]["tokens"] <= DEFAULT_TOKENS
+
+
+def test_question_summarises_an_agent_runs_transcript(tmp_path):
+    """An agent run's steps, summarised per model: the counts equal the store's, the tools, the
+    first step the log marks as an error, the last step; and the analysis's first error step."""
+    from test_transcripts import agent_sample, write_eval
+
+    from conftest import run_module
+    from ingest import ingest_paths
+
+    db = tmp_path / "agent.duckdb"
+    ingest_paths([write_eval(tmp_path / "agent.eval", [agent_sample()])], db=db)
+    analysed = run_module("taxonomy", "analyze", "--analyst", "offline", "--db", db)
+    assert analysed.returncode == 0, analysed.stderr
+    data, is_error = ask(db, "question", dataset="agentic", instance_id="7")
+    assert not is_error, data
+    (row,) = data["models"]
+    assert row["model"] == "openai/gpt-4o" and row["verdict"] == "failed"
+    assert row["transcript"] == {
+        "steps": 12, "tool_calls": 2, "tool_errors": 1, "tools": ["bash", "python"],
+        "first_logged_error": {"step": 7, "error": "timeout: took too long"},
+        "last_step": {"kind": "error", "text": q(db, "SELECT text FROM transcript_steps WHERE step_index = 11")[0][0]},
+    }
+    step = row["analysis"]["first_error_step"]
+    assert (step["of"], q(db, "SELECT step_index, n_steps FROM analyses")) == (12, [(step["step"], 12)])
+    # an answer without a transcript carries none
+    assert "transcript" not in ask(db, "loaded")[0]

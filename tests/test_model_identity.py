@@ -79,7 +79,7 @@ def test_the_same_suite_run_again_is_reruns_and_the_latest_counts(tmp_path, tmp_
     ]
     assert ", 5 earlier reruns collapsed (the latest counts) in " in summary.line()
     assert q(tmp_db, "SELECT count(*), count(superseded_by) FROM runs WHERE model = 'org/small'") == [(10, 5)]
-    assert q(tmp_db, "SELECT DISTINCT score FROM latest_outcomes JOIN predictions "
+    assert q(tmp_db, "SELECT DISTINCT p.score FROM latest_outcomes JOIN predictions p "
                      "USING (run_id, instance_id, train_trial_index) WHERE model = 'org/small'") == [(0.9,)]
     assert q(tmp_db, "SELECT count(*) FROM latest_outcomes WHERE model = 'org/small'") == [(15,)]
 
@@ -152,7 +152,10 @@ def test_an_older_store_gets_its_models_decided_again(tmp_path, tmp_db):
     con.execute("ALTER TABLE runs DROP COLUMN superseded_by")
     con.execute("ALTER TABLE runs DROP COLUMN started_at")
     con.execute("ALTER TABLE runs DROP COLUMN harness_factor")
-    con.execute("DELETE FROM schema_migrations WHERE name = '017_reruns_and_model_identity'")
+    # (and so before 018, which added the score beside each latest outcome and label)
+    con.execute("ALTER TABLE latest_outcomes DROP COLUMN score")
+    con.execute("ALTER TABLE latest_labels DROP COLUMN score")
+    con.execute("DELETE FROM schema_migrations WHERE name IN ('017_reruns_and_model_identity', '018_scores_in_latest')")
     con.execute("DELETE FROM latest_outcomes")
     con.execute("INSERT INTO latest_outcomes SELECT r.model || ' · ' || r.variant, r.model, r.variant, r.dataset,"
                 " r.domain, i.split, true, p.instance_id, i.question_hash, p.run_id, 0, p.is_correct"

@@ -207,6 +207,24 @@ def test_a_failed_uploads_files_are_removed(tmp_path):
         assert started[-1].proc.wait(timeout=120) == 0
         time.sleep(0.5)
         assert kept.exists()
+        # a load that stops only for a setting the page asks for keeps its files for "Load again"…
+        rows = "".join(json.dumps({"model": "m", "dataset": "rated", "instance_id": str(i), "output": "x",
+                                   "score": s}) + "\n" for i, s in enumerate([1, 2, 3]))
+        asks = save_uploads([("rated.jsonl", rows.encode())], root)
+        waiting = root / asks[0].relative_to(root).parts[0]
+        started.append(jobs.start("load rated.jsonl", ["ingest", str(asks[0])], db, discard_on_failure=(waiting,)))
+        assert started[-1].proc.wait(timeout=120) == 2
+        assert "--scale rated=LOW:HIGH" in started[-1].problem()
+        time.sleep(0.5)
+        assert waiting.exists()
+        # …and a retry that then fails for another reason (read as the wrong format) removes them
+        again = started[-1]
+        started.append(jobs.start("again", [*again.args, "--format", "helm"], db, discard_on_failure=again.discard))
+        assert started[-1].proc.wait(timeout=120) == 2
+        deadline = time.monotonic() + 10
+        while waiting.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not waiting.exists(), started[-1].problem()
     finally:
         for job in started:  # the registry is the process's: leave it as other tests expect it
             jobs._registry().remove(job)

@@ -27,6 +27,7 @@ class Job:
     proc: subprocess.Popen
     started: float = field(default_factory=time.time)
     args: list[str] = field(default_factory=list)  # the `python -m` arguments, to run it again with more
+    discard: tuple[Path, ...] = ()  # upload folders this job's files live in, removed if it fails for good
 
     @property
     def returncode(self) -> int | None:
@@ -85,18 +86,22 @@ def start(label: str, args: list[str], db: Path, discard_on_failure: tuple[Path,
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     with log.open("w") as out:
         proc = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env)
-    job = Job(label, command, log, proc, args=list(args))
+    job = Job(label, command, log, proc, args=list(args), discard=tuple(discard_on_failure))
     _registry().append(job)
     if discard_on_failure:
-        threading.Thread(target=_discard_on_failure, args=(proc, discard_on_failure), daemon=True,
+        threading.Thread(target=_discard_on_failure, args=(job,), daemon=True,
                          name="faultline-job-cleanup").start()
     return job
 
 
-def _discard_on_failure(proc: subprocess.Popen, folders: tuple[Path, ...]) -> None:
-    """A load that failed keeps nothing of what was uploaded for it (the store has none of it)."""
-    if proc.wait() != 0:
-        for folder in folders:
+def _discard_on_failure(job: Job) -> None:
+    """A load that failed keeps nothing of what was uploaded for it (the store has none of it) —
+    unless it stopped only for a setting the page asks for (a scale, a threshold, a main metric):
+    then the files stay for "Load again with these settings", whose job takes them over."""
+    from ingest.passfail import asked
+
+    if job.proc.wait() != 0 and not asked(job.problem()):
+        for folder in job.discard:
             shutil.rmtree(folder, ignore_errors=True)
 
 

@@ -24,7 +24,7 @@ def verdict_block(row: dict) -> None:
     stored = row.get("stored_correct")
     if stored is not None and row["is_correct"] is not None and stored != row["is_correct"]:
         # the analysis threshold was moved for this view: say what the ingest decided
-        notes.append(f"{verdict(row)} under the analysis threshold set for this view; as ingested it "
+        notes.append(f"{word} under the analysis threshold set for this view; as ingested it "
                      f"{'passed' if stored else 'failed'}")
     if row.get("verdict_note"):
         notes.append(md(row["verdict_note"], 600))

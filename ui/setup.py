@@ -89,7 +89,8 @@ def _start_ingest(path: str, uploads: list, fmt: str, db: Path, roots: list[Path
     label = "load " + ", ".join(p.name for p in paths)
     # the job reads nothing outside the roots, whatever links the folders hold
     confined = [arg for root in roots for arg in ("--only-under", str(root))]
-    # an upload the load refuses is not kept (its folder: the one save_uploads made for it)
+    # an upload the load refuses is not kept (its folder: the one save_uploads made for it),
+    # unless the load only asks for a setting the page then offers
     root = _upload_root(db)
     folders = tuple({root / p.relative_to(root).parts[0] for p in uploaded})
     jobs.start(label, ["ingest", *map(str, paths), "--format", fmt, *confined], db, discard_on_failure=folders)
@@ -158,7 +159,9 @@ def _load_again(job: jobs.Job, given: dict[str, dict[str, object]], db: Path) ->
     if not extra:
         st.warning("Give at least one setting first.")
         return
-    jobs.start(f"{job.label} with {' '.join(extra[1::2])}", [*job.args, *extra], db)
+    # the same files: an upload kept for this retry is discarded if the retry fails for good
+    jobs.start(f"{job.label} with {' '.join(extra[1::2])}", [*job.args, *extra], db,
+               discard_on_failure=job.discard)
     st.rerun()
 
 
