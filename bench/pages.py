@@ -105,8 +105,8 @@ BUILD = [
 
 def build(db: Path, predictions: int) -> None:
     questions = predictions // (MODELS * DATASETS * DOMAINS)
-    with store.write_session(db) as con:
-        con.execute("SET memory_limit = '4GB'")  # a shared machine
+    # a shared machine; set before the store locks its configuration (store/trust.py)
+    with store.write_session(db, settings={"memory_limit": "4GB"}) as con:
         params = [[questions, MODELS, DATASETS, DOMAINS], [questions], [], [], [predictions // 10],
                   [CATEGORIES, len(CATEGORIES)]]
         for sql, p in zip(BUILD, params):

@@ -6,9 +6,9 @@ import ui.preload  # noqa: F401  (first: the heavy libraries once, in one order;
 import streamlit as st
 
 import ui
-from store import FaultlineError, analysis as sa, queries as q
+from store import FaultlineError, analysis as sa, queries as q, transcripts
 from stats import fmt
-from ui import agreement, columns, evidence, outcome, review
+from ui import agreement, columns, evidence, outcome, review, transcript
 from ui.text import clip, cut_note, md, show
 from ui.urlstate import warn_unknown
 from ui.tables import show_table
@@ -47,12 +47,11 @@ st.caption(f"{fmt.plural(total, what[:-1] if total == 1 else what, what)}"
            + (f" (the first {rows.height:,} listed; narrow the filters or search)" if total > rows.height else "")
            + " — click a row to open its question.")
 listed = columns.words(rows.rename({"is_correct": "passed"}), "passed")
-show_table(listed.select("dataset", "instance_id", "model", "domain", "passed", "category", "error_title", "output"),
-             name="instances", hide_index=True, height=260, key="rows", on_select=_open_clicked,
-             selection_mode="single-row", column_config=columns.config(
-                 listed.columns, category=st.column_config.TextColumn("Category", width="medium"),
-                 error_title=st.column_config.TextColumn("Error title", width="medium"),
-                 output=st.column_config.TextColumn("Output (start)", width="large")))
+# the columns a reader scans come first, each a fixed width, so at 1280 px all of them show
+# (tests/test_browser.py measures it); the output's start and the domain follow off to the right
+show_table(listed.select(*columns.INSTANCE_WIDTHS), name="instances", hide_index=True, height=260, key="rows",
+           on_select=_open_clicked, selection_mode="single-row",
+           column_config=columns.instance_list_config())
 
 keys = list(dict.fromkeys(f"{d}:{i}" for d, i in rows.select("dataset", "instance_id").iter_rows()))
 linked = st.query_params.get("instance")
@@ -61,7 +60,8 @@ if linked and linked not in keys:
 instance = st.selectbox("Open a question (dataset:instance_id)", keys, index=None, key="instance",
                         bind="query-params", placeholder="click a row above, or pick a question here")
 ui.share_link("/instances", {**f.params(), "analyst": analyst, "category": category,
-                             "outcome": verdicts, "text": text, "instance": instance})
+                             "outcome": verdicts, "text": text, "instance": instance,
+                             "transcript": st.query_params.get("transcript"), "step": st.query_params.get("step")})
 if not instance:
     # with no question open: what to review next, and the distractors models share
     if analyst:
@@ -159,3 +159,17 @@ for col, row in zip(st.columns(len(detail)), detail):
             st.caption("Not analysed yet" + (" — it fails only under the analysis threshold set for this "
                                             "view; as ingested it passed, so no analysis was made."
                                             if row["stored_correct"] else "."))
+
+# an agent's run, step by step: one model's transcript at a time, full width
+with_steps = [row for row in detail if ui.load(transcripts.transcript_size, run_id=row["run_id"],
+                                               instance_id=row["instance_id"], trial=row["train_trial_index"])]
+if with_steps:
+    st.subheader("Transcript")
+    names = [row["model"] for row in with_steps]
+    warn_unknown("transcript", "model", names)
+    who = st.selectbox("Transcript of", names, key="transcript", bind="query-params",
+                       disabled=len(names) == 1) if len(names) > 1 else names[0]
+    row = next(r for r in with_steps if r["model"] == who)
+    transcript.timeline(row, {"step_index": row["step_index"], "agent": row["step_agent"],
+                              "quote": row["step_quote"], "analyst": row["analyst"]}
+                        if row["error_title"] and row["step_index"] is not None else None)

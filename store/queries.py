@@ -617,7 +617,7 @@ def instance_detail(con, dataset: str, instance_id: str, analyst: str | None,
             QUALIFY row_number() OVER (
                 PARTITION BY run_id, instance_id ORDER BY created_at DESC, review_id DESC) = 1
         )
-        SELECT o.model, o.run_id, o.dataset, o.domain, o.split, o.instance_id, o.is_correct,
+        SELECT o.model, o.run_id, o.train_trial_index, o.dataset, o.domain, o.split, o.instance_id, o.is_correct,
                p.score, p.output_text, i.raw_instance_id, i.input_text, i.input_messages, i.refs,
                i.choices, p.mapped_output, a.analyst, a.error_title, a.error_summary,
                a.required_criteria,

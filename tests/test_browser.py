@@ -410,3 +410,73 @@ def test_hosting_recipe_in_chromium(tmp_path):
             values_shown = page.locator("[data-testid='stMetricValue']").all_inner_texts()
             assert values_shown[4] == "8" and values_shown[5] == "6"  # predictions, failures
     assert values["FAULTLINE_DB"] == "s3://my-bucket/faultline/published.duckdb" and values["read_only"] is True
+
+
+# ---- issue 23 item 10: pages that fit at 1280 and 1440 px
+
+FIT_JS = (Path(__file__).parent / "data" / "chart_fit.js").read_text()
+FIT_MODELS = [f"provider-{i}/a-rather-long-model-name-{i}b-instruct-v0.{i}" for i in range(5)]
+
+
+@pytest.fixture(scope="module")
+def crowded_store(tmp_path_factory):
+    """Five long-named models failing across all 18 ErrorAtlas error types on shared questions:
+    the heatmap's narrowest cells, the small multiples' widest labels, the compare chart's
+    longest axis title, and error titles in the instances list."""
+    from ui.charts import _ERRORATLAS
+
+    db = tmp_path_factory.mktemp("fit") / "crowded.duckdb"
+    rows = []
+    for m, model in enumerate(FIT_MODELS):
+        for q in range(60):
+            fails = (q + m) % 3 != 0
+            rows.append(dict(model=model, dataset="a-benchmark-with-a-long-name", domain=f"domain {q % 4}",
+                             instance_id=f"q{q:03d}", is_correct=not fails,
+                             **({"title": f"Model {m} misreads question {q} entirely",
+                                 "category": _ERRORATLAS[(q * (m + 1)) % 18]} if fails else {})))
+    seed(db, rows)
+    return db
+
+
+@pytest.mark.parametrize("width", [1280, 1440])
+def test_pages_fit_the_window(crowded_store, tmp_path, width):
+    """At 1280 and 1440 px every chart's text lies inside the chart's box and no two texts overlap
+    (each measured as the quadrilateral it covers on screen, so rotated labels count as drawn),
+    no label is cut with an ellipsis, and the instances list's key columns are within the window."""
+    from urllib.parse import urlencode
+
+    from ui.columns import INSTANCE_KEY_COLUMNS, INSTANCE_WIDTHS
+
+    pages = ["/", "/signatures", "/signatures?measure=count", "/signatures?measure=per_100",
+             f"/compare?{urlencode({'a': FIT_MODELS[0], 'b': FIT_MODELS[4]})}", "/slices", "/instances"]
+    env = {**os.environ, "FAULTLINE_DB": str(crowded_store)}
+    problems = []
+    with streamlit_app(ROOT, env, tmp_path / "streamlit.log") as base, chromium() as browser:
+        page = browser.new_page(viewport={"width": width, "height": 1000})
+        for path in pages:
+            page.goto(base + path)
+            settled(page)
+            if path != "/instances":
+                page.wait_for_selector("[data-testid='stVegaLiteChart'] svg text", state="attached", timeout=30_000)
+                page.wait_for_timeout(1000)  # the charts finish their layout after the script
+            assert page.locator("[data-testid='stException']").count() == 0, path
+            fit = page.evaluate(FIT_JS)
+            for chart in fit["charts"]:
+                assert chart["n"] > 0
+                for kind in ("outside", "overlaps", "truncated"):
+                    if chart[kind]:
+                        problems.append((path, chart["index"], kind, chart[kind][:4]))
+        assert not problems, problems
+        page.goto(base + "/instances")
+        settled(page)
+        grid = page.locator("[data-testid='stDataFrame'] .dvn-scroller").first
+        grid.wait_for(timeout=30_000)
+        # the grid's content is as wide as its columns: the widths asked for were honoured, and
+        # the key columns (first) end inside both the grid and the window
+        stack = page.locator("[data-testid='stDataFrame'] .dvn-stack").first.bounding_box()
+        marker = stack["width"] - sum(INSTANCE_WIDTHS.values())
+        assert 0 < marker <= 60
+        box = grid.bounding_box()
+        key_right = box["x"] + marker + sum(INSTANCE_WIDTHS[c] for c in INSTANCE_KEY_COLUMNS)
+        assert key_right <= min(box["x"] + box["width"], width), (key_right, box, width)
+        assert list(INSTANCE_WIDTHS)[:len(INSTANCE_KEY_COLUMNS)] == list(INSTANCE_KEY_COLUMNS)

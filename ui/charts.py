@@ -66,9 +66,14 @@ def category_scale(categories) -> alt.Scale:
     return alt.Scale(domain=domain, range=[category_colour(c) for c in domain])
 
 
+# room around the drawing for what Vega measures short: a title's ascent and the corner of the
+# last rotated column label (tests/test_browser.py checks every text lies inside the chart's box)
+PADDING = {"left": 5, "top": 8, "right": 18, "bottom": 5}
+
+
 def style(chart: alt.TopLevelMixin) -> alt.TopLevelMixin:
     """Paper-ready text: 13 px labels and titles in dark ink (Streamlit's default is ~10 px grey)."""
-    return (chart.configure_axis(labelFontSize=FONT_SIZE, titleFontSize=FONT_SIZE, labelColor=INK,
+    return (chart.properties(padding=PADDING).configure_axis(labelFontSize=FONT_SIZE, titleFontSize=FONT_SIZE, labelColor=INK,
                                  titleColor=INK, titleFontWeight="normal")
             .configure_legend(labelFontSize=FONT_SIZE, titleFontSize=FONT_SIZE, labelColor=INK,
                               titleColor=INK, titleFontWeight="normal", labelLimit=320)
@@ -115,6 +120,22 @@ def show(chart: alt.TopLevelMixin, name: str, key: str | None = None, **kwargs):
     return event
 
 
+# px a heatmap cell needs for its number at 13 px: "100.0%" whole, "100%" rounded
+FULL_LABEL_PX, SHORT_LABEL_PX = 50, 36
+
+
+def _short(v: float | None, value: str) -> str:
+    """A cell's number in fewer characters: a share as a whole percent (never "0%" when it is
+    not zero), a rate per 100 to whole numbers, a count as it is."""
+    if v is None:
+        return ""
+    if value == "share":
+        return "<1%" if 0 < v < 0.005 else f"{v:.0%}"
+    if value == "per_100":
+        return "<1" if 0 < v < 0.5 else f"{v:.0f}"
+    return fmt.count(v)
+
+
 def _cell_label(df: pl.DataFrame, value: str) -> pl.DataFrame:
     """The text drawn in each cell, in the legend's unit, by stats/fmt.py (as every table prints
     the same number); a non-zero share never reads "0%"."""
@@ -123,6 +144,7 @@ def _cell_label(df: pl.DataFrame, value: str) -> pl.DataFrame:
     top = df[value].max() or 1
     return df.with_columns(
         label=pl.Series([texts(v) for v in df[value].to_list()], dtype=pl.String),
+        short_label=pl.Series([_short(v, value) for v in df[value].to_list()], dtype=pl.String),
         share_text=pl.Series([fmt.pct(v) for v in df["share"].to_list()], dtype=pl.String),
         dark=pl.col(value) / top > DARK)
 
@@ -189,23 +211,51 @@ def signature_heatmap(sig: pl.DataFrame, value: str) -> alt.Chart:
                  alt.Tooltip("failures:Q", title="failures with an error type", format=",d"),
                  alt.Tooltip("share_text:N", title="share"), alt.Tooltip("per_100:Q", format=".1f")],
     ).add_params(pick)
+    # a cell narrower than its number shows the number rounded, and one narrower still shows none
+    # (the shade, the legend and the tooltip still say it): numbers never run into each other
+    colour = alt.when(pick, alt.datum.dark).then(alt.value("white")).otherwise(alt.value(INK))
+    wide = f"bandwidth('x') >= {FULL_LABEL_PX}"
+    narrow = f"bandwidth('x') >= {SHORT_LABEL_PX} && bandwidth('x') < {FULL_LABEL_PX}"
     text = base.mark_text(fontSize=FONT_SIZE).encode(
-        text="label:N",
-        color=alt.when(pick, alt.datum.dark).then(alt.value("white")).otherwise(alt.value(INK)),
-    )
-    return (rect + text).properties(height=alt.Step(ROW))
+        text=alt.condition(wide, alt.Text("label:N"), alt.value("")), color=colour)
+    short = base.mark_text(fontSize=FONT_SIZE).encode(
+        text=alt.condition(narrow, alt.Text("short_label:N"), alt.value("")), color=colour)
+    return (rect + text + short).properties(height=alt.Step(ROW))
+
+
+# The small multiples fit the main column of a 1280 px window (~820 px, MAIN_PX less slack): the
+# category names (Vega-Lite draws them on each row's first panel only), then as many panels as
+# fit, each at least as wide as its model's name (at ~7 px a character of 13 px text) so the
+# names above them never run into each other or off the chart.
+MAIN_PX, MULTIPLE_LABELS, MULTIPLE_MIN, PANEL_GAP, CHAR_PX = 790, 220, 150, 20, 7
+
+
+def multiples_layout(models) -> tuple[int, int]:
+    """(panel width, panels a row) for these model names."""
+    room = MAIN_PX - MULTIPLE_LABELS
+    longest = max((len(str(m)) for m in models), default=0)
+    width = min(room, max(MULTIPLE_MIN, longest * CHAR_PX))
+    return width, max(1, min(3, (room + PANEL_GAP) // (width + PANEL_GAP)))
 
 
 def signature_multiples(sig: pl.DataFrame) -> alt.Chart:
     """One small bar chart per model: share of its failures per category, coloured by category."""
     data = sig.with_columns(share_text=pl.Series([fmt.pct(v) for v in sig["share"].to_list()], dtype=pl.String))
+    width, per_row = multiples_layout(sig["model"].unique().to_list())
     return alt.Chart(data).mark_bar().encode(
         x=alt.X("share:Q", axis=alt.Axis(format="%"), title="share of the model's failures"),
-        y=alt.Y("category:N", title=None, axis=alt.Axis(labelLimit=240)),
+        y=alt.Y("category:N", title=None, axis=alt.Axis(labelLimit=MULTIPLE_LABELS)),
         color=alt.Color("category:N", scale=category_scale(sig["category"]), legend=None),
         tooltip=["model", "category", alt.Tooltip("count:Q", format=",d"), alt.Tooltip("share_text:N", title="share")],
-    ).properties(width=260, height=alt.Step(22)).facet(
-        facet=alt.Facet("model:N", title=None, header=alt.Header(labelLimit=300)), columns=3)
+    ).properties(width=width, height=alt.Step(22)).facet(
+        facet=alt.Facet("model:N", title=None, header=alt.Header(labelLimit=width)), columns=per_row,
+        spacing=PANEL_GAP)
+
+
+def delta_title(a: str, b: str) -> list[str]:
+    """The Δ axis's title on lines that fit a narrow chart: what Δ is, then which model is A and
+    which B (a model name can be long; on one line with the rest it ran off both ends)."""
+    return ["Δ share of errors = B's share − A's share (Newcombe 95% interval)", f"A = {a}", f"B = {b}"]
 
 
 def delta_chart(df: pl.DataFrame, a: str, b: str) -> alt.Chart:
@@ -221,8 +271,7 @@ def delta_chart(df: pl.DataFrame, a: str, b: str) -> alt.Chart:
                 axis=alt.Axis(labelLimit=320, labelFlush=False, labelBaseline="middle")), color=colour)
     zero = alt.Chart(pl.DataFrame({"x": [0.0]})).mark_rule(color=MUTED, strokeDash=[4, 3]).encode(x="x:Q")
     rules = base.mark_rule(strokeWidth=2).encode(
-        x=alt.X("delta_low:Q", title=f"share of {b}'s errors − share of {a}'s (Newcombe 95% interval)",
-                axis=alt.Axis(format="%")),
+        x=alt.X("delta_low:Q", title=delta_title(a, b), axis=alt.Axis(format="%")),
         x2="delta_high:Q",
     )
     points = base.mark_point(filled=True, size=90).encode(

@@ -306,3 +306,17 @@ def error_types_last(frame: pl.DataFrame) -> pl.DataFrame:
     from taxonomy.catalog import NOT_ERROR_TYPES
 
     return frame.sort(pl.col("category").is_in(list(NOT_ERROR_TYPES)), "category")
+
+
+# /instances' list: column → width in px, in the order shown. The columns before `output` are
+# the ones a reader scans (which question, whose, passed, why) and together fit the main column
+# of a 1280 px window (~820 px, less the row marker); the output's start and the domain follow.
+INSTANCE_WIDTHS = {"dataset": 130, "instance_id": 85, "model": 150, "passed": 60, "category": 150,
+                   "error_title": 200, "output": 400, "domain": 120}
+INSTANCE_KEY_COLUMNS = ("dataset", "instance_id", "model", "passed", "category", "error_title")
+
+
+def instance_list_config() -> dict:
+    labels = {"category": "Category", "error_title": "Error title", "output": "Output (start)"}
+    return {c: st.column_config.TextColumn(labels.get(c) or LABELS.get(c, c), width=width)
+            for c, width in INSTANCE_WIDTHS.items()}

@@ -89,6 +89,7 @@ def _strip(d) -> None:
         "a_failures": x.a_failures, "b_failures": x.b_failures, "a_only_fail": x.a_only_fail,
         "b_only_fail": x.b_only_fail, "p_text": fmt.p_value(x.p),
     } for x in d.sensitivity])
+    # one table per dataset: the name keys its download button, so it names the dataset too
     show_table(frame, name=f"compare-sensitivity-{d.dataset}", hide_index=True, column_config=columns.config(
         frame.columns, line=st.column_config.TextColumn(f"Failure when {sc.metric} is"),
         a_failures=columns.count("A fails"), b_failures=columns.count("B fails"),
