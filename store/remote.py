@@ -448,6 +448,63 @@ def source(spec: str) -> Source:
     return found
 
 
+def health(spec: str) -> dict:
+    """What the hosted server's `/healthz` answers about the store at `spec` (serve.py): whether
+    pages have a verified copy to show, how old it is, and whether its refresh is stuck or failed.
+
+    Never waits: when the last check is older than FAULTLINE_REMOTE_TTL it starts one in the
+    background (as a page would), so a probe alone keeps finding out that the server went away.
+    `status` is `ok`, `degraded` (pages show the verified copy, but the refresh is slow or stuck
+    past FAULTLINE_REMOTE_TIMEOUT, or failed) or `unavailable` (no verified copy to show).
+    Nothing here names a server path or a secret: the URL is shown as `display` shows it."""
+    ttl = _env_float(TTL_ENV, DEFAULT_TTL_S)
+    hit = _memo.get(spec)
+    fetch = _running.get(spec)
+    running = fetch is not None and not fetch.done.is_set()
+    ended = None  # a fetch that failed, whose report a new one must not hide
+    copy, meta_path, _ = _paths(spec)
+    problems: list[str] = []
+    if not running and (hit is None or time.monotonic() - hit[0] >= ttl) and not spec.startswith(MOTHERDUCK):
+        try:
+            copy.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # said without the folder: /healthz is as public as the pages
+            problems.append(f"the cache folder ({CACHE_ENV}) cannot be created: {exc.strerror}")
+        else:
+            ended = fetch if fetch is not None and fetch.error is not None else None
+            fetch, running = _begin(spec), True
+    known = _load_meta(meta_path, copy)
+    report: dict = {"store": display(spec), "copy": None, "fetch": None}
+    if known is not None:
+        try:
+            age = round(max((datetime.now(timezone.utc).replace(tzinfo=None)
+                             - datetime.fromisoformat(known.checked_at)).total_seconds(), 0.0))
+        except ValueError:
+            age = None
+        report["copy"] = {"fetched_at": known.fetched_at, "checked_at": known.checked_at,
+                          "seconds_since_checked": age}
+    if running:
+        took = time.monotonic() - fetch.started
+        report["fetch"] = {"running": True, "seconds": round(took, 1), "bytes": fetch.received,
+                           "expected_bytes": fetch.expected}
+        if took > _env_float(TIMEOUT_ENV, DEFAULT_TIMEOUT_S):
+            problems.append(f"{display(spec)}: a fetch is slow or stuck ({fetch.progress()})")
+        if ended is not None:
+            problems.append(f"the last fetch failed: {_one_line(getattr(ended.error, 'message', None) or ended.error)}")
+    elif fetch is not None:
+        noted = fetch.result.note if fetch.result is not None else None
+        report["fetch"] = {"running": False, "ended": "failed" if fetch.error is not None else
+                           "kept the last verified copy" if noted else "ok"}
+        if fetch.error is not None:
+            problems.append(_one_line(getattr(fetch.error, "message", None) or fetch.error))
+        elif noted:
+            problems.append(noted)
+    if known is None:
+        problems.append(f"{display(spec)}: no verified copy yet, so pages cannot show the store")
+    report["status"] = "unavailable" if known is None else ("degraded" if problems else "ok")
+    report["problems"] = problems
+    return report
+
+
 def local_copy(spec: str) -> Path:
     return Path(source(spec).copy)
 

@@ -35,12 +35,13 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def streamlit_app(root: Path, env: dict, log_path: Path, timeout: float = 60, args: tuple = ()):
-    """`streamlit run app.py [args]` in `root`; yields its base URL once /_stcore/health answers."""
+def streamlit_app(root: Path, env: dict, log_path: Path, timeout: float = 60, args: tuple = (),
+                  script: str = "app.py"):
+    """`streamlit run SCRIPT [args]` in `root`; yields its base URL once /_stcore/health answers."""
     port = _free_port()
     log = open(log_path, "w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless=true",
+        [sys.executable, "-m", "streamlit", "run", script, "--server.headless=true",
          f"--server.port={port}", "--server.address=127.0.0.1", "--server.fileWatcherType=none", *args],
         cwd=root, env={**env, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}, stdout=log,
         stderr=subprocess.STDOUT,

@@ -1,0 +1,172 @@
+"""`GET /healthz` of the hosted server (serve.py) reports a store refresh that is stuck or failed
+(issue 27 item 4): Streamlit's `/_stcore/health` answers as long as the process serves pages, so a
+load balancer watching it never learns that the pages show an ever older copy."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from store import remote
+from tests.store_server import StoreServer
+from tests.test_browser import CHROMIUM, chromium, settled, streamlit_app
+from tests.test_remote_hostile import silent, trickle
+from tests.test_remote_store import _accuracy, _env, _rows, _store
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _get(url: str) -> tuple[int, dict | str]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as r:
+            body = r.read().decode()
+            status = r.status
+    except urllib.error.HTTPError as exc:
+        body, status = exc.read().decode(), exc.code
+    try:
+        return status, json.loads(body)
+    except ValueError:
+        return status, body
+
+
+@pytest.fixture
+def store_bytes(tmp_path) -> bytes:
+    return _store(tmp_path / "published.duckdb", _rows(3000, 3))
+
+
+@pytest.fixture
+def fresh_state(monkeypatch, tmp_path):
+    remote._memo.clear()
+    remote._running.clear()
+    monkeypatch.setenv("FAULTLINE_CACHE_DIR", str(tmp_path / "cache"))
+    yield
+    remote._memo.clear()
+    remote._running.clear()
+
+
+def test_health_is_unavailable_without_a_verified_copy(tmp_path, monkeypatch, fresh_state):
+    monkeypatch.setenv("FAULTLINE_REMOTE_TIMEOUT", "1")
+    with StoreServer({}) as srv:
+        srv.special["/s.duckdb"] = silent
+        url = srv.url("/s.duckdb")
+        started = time.monotonic()
+        first = remote.health(url)
+        assert time.monotonic() - started < 1  # never waits for the fetch it starts
+        assert first["status"] == "unavailable" and first["copy"] is None
+        assert first["fetch"]["running"] is True and first["fetch"]["bytes"] == 0
+        assert first["problems"] == [f"{url}: no verified copy yet, so pages cannot show the store"]
+        time.sleep(1.3)
+        # the socket timeout (1 s) ended that fetch; this probe starts another and says why the last failed
+        later = remote.health(url)
+        assert later["status"] == "unavailable" and later["fetch"]["running"] is True
+        assert later["problems"] == [
+            f"the last fetch failed: {url}: cannot read the store: the server could not be reached (timed out), "
+            "and there is no earlier verified copy",
+            f"{url}: no verified copy yet, so pages cannot show the store"]
+
+
+def test_health_is_degraded_while_a_refresh_trickles_and_ok_again_after(tmp_path, monkeypatch, fresh_state, store_bytes):
+    monkeypatch.setenv("FAULTLINE_REMOTE_TTL", "0")
+    monkeypatch.setenv("FAULTLINE_REMOTE_TIMEOUT", "1")
+    with StoreServer({"/s.duckdb": store_bytes}) as srv:
+        url = srv.url("/s.duckdb")
+        assert _accuracy(url, _env(tmp_path)).returncode == 0  # the verified copy
+        ok = remote.health(url)
+        assert ok["copy"]["fetched_at"] and ok["copy"]["seconds_since_checked"] <= 5
+        remote._running[url].done.wait(10)
+        assert remote.health(url)["status"] in ("ok",)  # the revalidation it started came back fine
+        remote._running[url].done.wait(10)
+        # fast enough not to count as stalled (64 KiB a second), slow enough to take a while
+        srv.special["/s.duckdb"] = trickle(store_bytes, 0.5, size=48 * 1024)
+        assert remote.health(url)["fetch"]["running"] is True
+        time.sleep(1.5)
+        stuck = remote.health(url)
+        assert stuck["status"] == "degraded"
+        assert stuck["copy"] is not None
+        [problem] = stuck["problems"]
+        assert problem.startswith(f"{url}: a fetch is slow or stuck (running for ")
+        assert f"of {len(store_bytes):,} bytes so far; slow or stuck: it is stopped at 600 s" in problem
+        assert str(tmp_path) not in json.dumps(stuck)  # no server path
+
+
+def test_health_is_degraded_when_the_server_fails_and_says_why(tmp_path, monkeypatch, fresh_state, store_bytes):
+    monkeypatch.setenv("FAULTLINE_REMOTE_TTL", "30")
+    with StoreServer({"/s.duckdb": store_bytes}) as srv:
+        url = srv.url("/s.duckdb")
+        assert _accuracy(url, _env(tmp_path)).returncode == 0
+        srv.special["/s.duckdb"] = lambda h: h.send_error(503)
+        assert remote.health(url)["fetch"]["running"] is True  # nothing checked yet in this process
+        remote._running[url].done.wait(10)
+        report = remote.health(url)  # within the TTL: reads the fetch that ended, starts none
+        assert report["status"] == "degraded"
+        assert report["fetch"] == {"running": False, "ended": "kept the last verified copy"}
+        [problem] = report["problems"]
+        assert problem.startswith(f"{url}: the server answered HTTP 503")
+        assert "showing the copy fetched" in problem and "which may be out of date" in problem
+        srv.special.pop("/s.duckdb")
+        remote._memo.clear()  # the TTL is over
+        remote.health(url)
+        remote._running[url].done.wait(10)
+        assert remote.health(url) | {"copy": None} == {
+            "store": url, "copy": None, "fetch": {"running": False, "ended": "ok"}, "status": "ok", "problems": []}
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not Path(CHROMIUM).exists() and os.environ.get("CI") != "true",
+                    reason="Debian chromium is not installed (apt-get install chromium)")
+def test_serve_py_serves_the_pages_and_healthz_reports_a_stuck_refresh(tmp_path, store_bytes):
+    """`streamlit run serve.py`: the pages as with app.py, /_stcore/health always 200, and
+    /healthz 200 while the store's refresh is fine, 503 once it is stuck."""
+    env = _env(tmp_path, FAULTLINE_REMOTE_TTL="0", FAULTLINE_REMOTE_TIMEOUT="1")
+    with StoreServer({"/s.duckdb": store_bytes}) as srv:
+        url = srv.url("/s.duckdb")
+        assert _accuracy(url, env).returncode == 0
+        env["FAULTLINE_DB"] = url
+        with streamlit_app(ROOT, env, tmp_path / "streamlit.log", script="serve.py") as base:
+            status, body = _get(base + "/healthz")
+            assert (status, body["status"], body["store"]) == (200, "ok", url)
+            with chromium() as browser:
+                page = browser.new_page(viewport={"width": 1280, "height": 900})
+                page.goto(base + "/")
+                settled(page)
+                assert "3,000" in page.inner_text("[data-testid='stMetric']:has-text('Predictions')")
+            srv.special["/s.duckdb"] = trickle(store_bytes, 0.5, size=48 * 1024)
+            deadline = time.monotonic() + 20
+            while True:
+                status, body = _get(base + "/healthz")
+                if status == 503 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.5)
+            assert status == 503 and body["status"] == "degraded", body
+            assert "slow or stuck" in body["problems"][0]
+            assert _get(base + "/_stcore/health") == (200, "ok")
+
+
+def test_healthz_on_a_local_store_is_ok(tmp_path):
+    # in a process of its own: importing serve.py builds the st.App, which pins Streamlit's config
+    code = "import serve; r = serve.healthz(None); print(r.status_code, r.body.decode())"
+    env = {**_env(tmp_path), "FAULTLINE_DB": str(tmp_path / "local.duckdb")}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    status, body = done.stdout.split(" ", 1)
+    assert (status, json.loads(body)) == ("200", {"status": "ok", "store": "a local file", "problems": []})
+
+
+def test_healthz_is_served_under_the_base_url_path_too(tmp_path):
+    """Streamlit prefixes its own routes with server.baseUrlPath, not an app's: a proxy that
+    forwards only /faultline/ must still reach the route."""
+    # as `streamlit run serve.py --server.baseUrlPath faultline` sets it before importing serve.py
+    code = ("from streamlit import config; config.set_option('server.baseUrlPath', 'faultline'); "
+            "import serve; print(sorted(r.path for r in serve.app._user_routes))")
+    env = _env(tmp_path)
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['/faultline/healthz', '/healthz']"
