@@ -268,6 +268,12 @@ def model_key_sql(alias: str) -> str:
             f"ELSE {alias}.model || '{MODEL_KEY_SEPARATOR}' || {alias}.variant END")
 
 
+# Which of a model's predictions on a question counts (aliases: runs `r`, predictions `p`,
+# instances `i`): the rerun that counts instead of others first (`superseded_by`), then the latest
+# ingest, run id, the unperturbed instance, the lowest trial. Every "latest" query orders by this.
+LATEST_ORDER = ("r.superseded_by IS NOT NULL, r.ingested_at DESC, p.run_id DESC, i.perturbation NULLS FIRST, "
+                "p.train_trial_index")
+
 _LATEST_INSERT = f"""
     INSERT INTO latest_outcomes (model, model_name, variant, dataset, domain, split, is_main_split,
                                  instance_id, question_hash, run_id, train_trial_index, is_correct, score)
@@ -281,8 +287,7 @@ _LATEST_INSERT = f"""
     WHERE p.is_correct IS NOT NULL
     QUALIFY row_number() OVER (
         PARTITION BY model_key, r.dataset, p.instance_id
-        ORDER BY r.superseded_by IS NOT NULL, r.ingested_at DESC, p.run_id DESC, i.perturbation NULLS FIRST,
-                 p.train_trial_index) = 1
+        ORDER BY {LATEST_ORDER}) = 1
     -- stored by model: a query for one model reads only that model's row groups
     ORDER BY model_key, r.dataset
 """

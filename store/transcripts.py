@@ -4,9 +4,11 @@ across every model with each model's transcript summarised (for the MCP server).
 
 Each function takes an open connection and returns a polars DataFrame or plain Python; values
 travel as `?` parameters. A "model" is what pages select (model · variant, store/runs.py). Where a
-query speaks of a model's prediction on a question it means its latest one, as `latest_outcomes`
-chooses it (latest ingest first, then run id, unperturbed first, lowest trial), but unscored
-predictions count too: an agent log with no verdict still has a transcript.
+query speaks of a model's prediction on a question it means the one that counts, chosen as
+`latest_outcomes` chooses it (store/runs.py `LATEST_ORDER`: the rerun that counts, then the latest
+ingest, run id, unperturbed first, lowest trial), but an unscored prediction counts where the model
+has no scored one: an agent log with no verdict still has a transcript. Agent tables keep the
+questions whose counting prediction has a transcript, so their verdicts are the pages' verdicts.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Sequence
 import duckdb
 import polars as pl
 
-from .runs import model_key_sql
+from .runs import LATEST_ORDER, model_key_sql
 
 # A page of steps: enough for a screen, few enough to draw at once.
 PAGE_STEPS = 100
@@ -49,18 +51,26 @@ _COUNTS = """
     GROUP BY s.run_id, s.instance_id, s.train_trial_index
 """
 
-# Each model's latest prediction per question among the runs that have transcripts.
+# Each model's counting prediction per question (a scored one first, as latest_outcomes holds only
+# those), kept when it has a transcript: a rerun without one hides the older run's transcript
+# rather than pairing the newer verdict with an older run's steps.
 _LATEST_WITH_STEPS = f"""
     latest_agent AS (
-        SELECT {model_key_sql("r")} AS model, r.dataset, r.domain, p.instance_id, p.run_id,
-               p.train_trial_index, p.is_correct, p.score, p.infra_error, p.output_text
-        FROM predictions p
-        JOIN runs r USING (run_id)
-        JOIN instances i ON i.run_id = p.run_id AND i.instance_id = p.instance_id
-        WHERE r.run_id IN (SELECT DISTINCT run_id FROM transcript_steps) {{where}}
-        QUALIFY row_number() OVER (
-            PARTITION BY model, r.dataset, p.instance_id
-            ORDER BY r.ingested_at DESC, p.run_id DESC, i.perturbation NULLS FIRST, p.train_trial_index) = 1
+        SELECT * FROM (
+            SELECT {model_key_sql("r")} AS model, r.dataset, r.domain, p.instance_id, p.run_id,
+                   p.train_trial_index, p.is_correct, p.score, p.infra_error, p.output_text
+            FROM predictions p
+            JOIN runs r USING (run_id)
+            JOIN instances i ON i.run_id = p.run_id AND i.instance_id = p.instance_id
+            WHERE EXISTS (SELECT 1 FROM runs r2 WHERE r2.model = r.model AND r2.dataset = r.dataset
+                          AND r2.run_id IN (SELECT DISTINCT run_id FROM transcript_steps)) {{where}}
+            -- the model key spelled out: a bare `model` here is the runs column, without the variant
+            QUALIFY row_number() OVER (
+                PARTITION BY {model_key_sql("r")}, r.dataset, p.instance_id
+                ORDER BY p.is_correct IS NULL, {LATEST_ORDER}) = 1
+        ) counting
+        WHERE EXISTS (SELECT 1 FROM transcript_steps s WHERE s.run_id = counting.run_id
+                      AND s.instance_id = counting.instance_id AND s.train_trial_index = counting.train_trial_index)
     )
 """
 
@@ -185,8 +195,7 @@ def question_across_models(con: duckdb.DuckDBPyConnection, dataset: str, instanc
             JOIN instances i ON i.run_id = p.run_id AND i.instance_id = p.instance_id
             WHERE r.dataset = ? AND p.instance_id = ? {mwhere}
             QUALIFY row_number() OVER (
-                PARTITION BY model
-                ORDER BY r.ingested_at DESC, p.run_id DESC, i.perturbation NULLS FIRST, p.train_trial_index) = 1
+                PARTITION BY {model_key_sql("r")} ORDER BY p.is_correct IS NULL, {LATEST_ORDER}) = 1
         ),
         steps AS (
             SELECT s.* FROM transcript_steps s

@@ -97,3 +97,37 @@ def test_pages_show_the_agent_runs_only_where_there_are_transcripts(pair_db, tmp
     at.switch_page("pages/compare.py")
     at.run()
     assert not at.exception and "Agent runs" not in [h.value for h in at.subheader]
+
+
+def test_agent_tables_count_the_prediction_the_pages_count(tmp_path):
+    """Reruns: the agent tables take each question's transcript from the run whose verdict
+    latest_outcomes counts (the rerun the logs date latest, whatever order they were ingested in),
+    and a model's variants stay apart (a bare `model` in a window is the runs column, without
+    its variant)."""
+    from datetime import datetime
+
+    from agent_pair import ignored_error, passing
+    from store.transcripts import agent_tasks, question_across_models
+    from transcripts_gen import seed_transcripts
+
+    db = tmp_path / "reruns.duckdb"
+    # the later-dated run is ingested first: ingest order alone would pick the other one
+    seed_transcripts(db, [{"instance_id": "t1", "is_correct": False, "output": "x",
+                           "steps": ignored_error("bash", 1, 0, 1)}],
+                     model="org/agent", run_id="agents:late", started_at=datetime(2026, 2, 1))
+    seed_transcripts(db, [{"instance_id": "t1", "is_correct": True, "output": "x", "steps": passing(1)}],
+                     model="org/agent", run_id="agents:early", started_at=datetime(2026, 1, 1))
+    for shots, run_id in ((0, "agents:zero"), (5, "agents:five")):
+        seed_transcripts(db, [{"instance_id": "t1", "is_correct": shots == 5, "output": "x", "steps": passing(2)}],
+                         model="org/other", run_id=run_id, settings={"n_shot": shots})
+    with store.read_connection(db) as con:
+        counted = con.execute("SELECT model, run_id, is_correct FROM latest_outcomes ORDER BY model").fetchall()
+        tasks = agent_tasks(con)
+        across = question_across_models(con, "agent-bench", "t1")
+    assert counted == [("org/agent", "agents:late", False), ("org/other · 0-shot", "agents:zero", False),
+                       ("org/other · 5-shot", "agents:five", True)]
+    assert tasks.select("model", "run_id", "is_correct", "n_steps").rows() == [
+        ("org/agent", "agents:late", False, 6), ("org/other · 0-shot", "agents:zero", False, 4),
+        ("org/other · 5-shot", "agents:five", True, 4)]
+    assert across.select("model", "run_id").rows() == [
+        ("org/agent", "agents:late"), ("org/other · 0-shot", "agents:zero"), ("org/other · 5-shot", "agents:five")]

@@ -41,7 +41,7 @@ def ran(output: str, exit_code: int = 0) -> dict:
 
 
 def seed_transcripts(db, items: list[dict], *, model: str = "agent-model", dataset: str = "agent-bench",
-                     run_id: str = "agents:r1") -> None:
+                     run_id: str = "agents:r1", started_at=None, settings: dict | None = None) -> None:
     """One run of `items`, each {instance_id, is_correct, output (None: no answer), output_kind,
     steps: [{kind, text, agent, role, tool_name, tool_call_id, arguments, error}]} written as the
     ingest writes runs."""
@@ -59,7 +59,8 @@ def seed_transcripts(db, items: list[dict], *, model: str = "agent-model", datas
             kind = s.pop("kind")
             transcript.add(iid, 0, kind, where=f"{iid}[{n}]", **s)
     run = RunRecord(run_id=run_id, source_format="test-agent", source_path=f"/seed/{run_id}", content_hash=run_id,
-                    run_name=run_id, model=model, dataset=dataset, main_metric="reward", metric_max=1.0)
+                    run_name=run_id, model=model, dataset=dataset, main_metric="reward", metric_max=1.0,
+                    started_at=started_at, settings=settings)
     staged = stage_run(ParsedRun(run=run, instances=instances, predictions=predictions, steps=transcript))
     with store.write_session(db) as con:
         con.execute("BEGIN")
