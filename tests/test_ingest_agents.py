@@ -166,8 +166,13 @@ def test_openhands_events(tmp_db):
 def test_tau_bench_reward_one_passes(tmp_db):
     records = json.loads(TAU.read_text())
     summary = ingest_paths([TAU], db=tmp_db, options=ReadOptions(model="gpt-4o"))
-    expected = {(f"airline/{r['task_id']}", r["trial"]): (*chat_steps(r["traj"]), 0) for r in records}
+    # tau-bench's environment writes a tool's failure as a result "Error: …" (envs/base.py)
+    errors = {(f"airline/{r['task_id']}", r["trial"]): sum(m["role"] == "tool" and (m.get("content") or "").startswith(
+        ("Error: ", "Unknown action ")) for m in r["traj"]) for r in records}
+    expected = {key: (*chat_steps(r["traj"]), errors[key])
+                for r in records for key in [(f"airline/{r['task_id']}", r["trial"])]}
     assert stored(tmp_db) == expected
+    assert (sum(errors.values()), sum(n > 0 for n in errors.values())) == (73, 36)
     passed = sum(r["reward"] == 1 for r in records)
     assert (summary.predictions, summary.failures, passed) == (200, 116, 84)
     assert (summary.steps, summary.tool_calls) == (sum(v[0] for v in expected.values()), 1164)

@@ -75,6 +75,24 @@ def test_a_tool_error_taken_up_is_not_called_ignored(after):
     assert found(steps) is None
 
 
+@pytest.mark.parametrize("reply, ignored", [
+    # tau-bench: the agent tells the user what the error said, in its own words
+    ("It seems there aren't enough seats available in economy class for flight HAT290 on 2024-05-20.", False),
+    ("The system indicates the total price is $1002, not $957; I need to find the difference.", False),
+    # one word in common is not a restatement
+    ("Your flight HAT290 is now booked in economy.", True),
+])
+def test_an_agent_that_restates_the_error_took_it_up(reply, ignored):
+    error = {"update_reservation_flights": "Error: not enough seats on flight HAT290"}
+    if "1002" in reply:
+        error = {"book_reservation": "Error: payment amount does not add up, total price is 1002, but paid 957"}
+    [(tool, text)] = error.items()
+    steps = steps_of(TASK, call(tool, {"reservation_id": "GV1N64"}, "c1"), result(tool, text, "c1", error=text),
+                     say(reply))
+    f = found(steps)
+    assert (f is not None and f.detector == "tool_error_ignored") == ignored
+
+
 def test_an_error_whose_tool_also_returned_output_is_not_decisive():
     """AutoGen: the search printed its results, then the code failed on them."""
     steps = steps_of(TASK, say("```python\nprint(search('mars moons'))\n```", agent="Coder"),

@@ -12,7 +12,7 @@ call `{id, function: NAME, arguments: {...}, parse_error}` and a tool message's 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from ..errors import IngestError
 from ..transcript import Transcript, content_text
@@ -41,18 +41,21 @@ def error_text(error: Any) -> str | None:
 
 
 def add_messages(transcript: Transcript, instance_id: str, trial: int, messages: Any, where: str, *,
-                 ref: str = "messages", agent_key: str = "name", **common: Any) -> None:
+                 ref: str = "messages", agent_key: str = "name", result_error: Callable[[str | None], str | None] | None = None,
+                 **common: Any) -> None:
     """Every message of `messages` as steps of one prediction; `where` names the list in the log
-    (for errors), `ref` how `source_ref` names it."""
+    (for errors), `ref` how `source_ref` names it. `result_error`: a harness's own rule for a tool
+    result that is an error although the message has no `error` field (tau-bench's "Error: …")."""
     if not isinstance(messages, list):
         raise IngestError(f"{where}: expected a list of messages, found {type(messages).__name__}")
     for n, message in enumerate(messages):
         add_message(transcript, instance_id, trial, message, f"{where}[{n}]", ref=f"{ref}[{n}]",
-                    agent_key=agent_key, **common)
+                    agent_key=agent_key, result_error=result_error, **common)
 
 
 def add_message(transcript: Transcript, instance_id: str, trial: int, message: Any, where: str, *, ref: str,
-                agent_key: str = "name", **common: Any) -> None:
+                agent_key: str = "name", result_error: Callable[[str | None], str | None] | None = None,
+                **common: Any) -> None:
     if not isinstance(message, dict):
         raise IngestError(f"{where}: expected a message object, found {type(message).__name__}")
     role = role_of(message.get("role"), where)
@@ -61,7 +64,8 @@ def add_message(transcript: Transcript, instance_id: str, trial: int, message: A
         transcript.add(
             instance_id, trial, "tool result", where=where, role="tool", text=text,
             tool_name=message.get("function") or message.get("name"), tool_call_id=message.get("tool_call_id"),
-            error=error_text(message.get("error")), source_ref=ref, **common)
+            error=error_text(message.get("error")) or (result_error(text) if result_error else None),
+            source_ref=ref, **common)
         return
     agent = message.get(agent_key)
     calls = message.get("tool_calls") or []

@@ -3,7 +3,8 @@
 
 A record is one trial of one task: `task_id` is the instance, `trial` the trial index, `traj`
 the transcript (the policy as system message, the simulated user, the agent's messages and tool
-calls, the tools' results). Verdict: tau-bench's own, reward 1 passes, any lower reward fails
+calls, the tools' results; a result tau-bench's environment wrote as "Error: …" or "Unknown action …"
+is a tool error, `tool_error`). Verdict: tau-bench's own, reward 1 passes, any lower reward fails
 (its pass^1 is the mean reward). The model is --model, else the one in tau-bench's file name;
 the domain (airline, retail) is read from the policy that opens the transcript, and qualifies
 task ids (they restart per domain).
@@ -107,6 +108,17 @@ def _domain(records: list) -> str | None:
     return None
 
 
+# tau-bench's environment (tau_bench/envs/base.py, `Env.step`) turns a tool's exception into the
+# observation "Error: <exception>", its tools answer a refused request with "Error: …", and a tool
+# name it does not know gets "Unknown action <name>": the log has no error field, so these are
+# its errors, by the harness's own convention.
+TOOL_ERROR_PREFIXES = ("Error: ", "Unknown action ")
+
+
+def tool_error(text: str | None) -> str | None:
+    return text if text and text.startswith(TOOL_ERROR_PREFIXES) else None
+
+
 def _record(record: dict, where: str, domain: str | None, transcript: Transcript) -> tuple[InstanceRecord, PredictionRecord]:
     task_id = record.get("task_id")
     if task_id is None or isinstance(task_id, (bool, dict, list)):
@@ -120,7 +132,7 @@ def _record(record: dict, where: str, domain: str | None, transcript: Transcript
     raw_id = str(task_id)
     instance_id = f"{domain}/{raw_id}" if domain else raw_id
     traj = record.get("traj")
-    add_messages(transcript, instance_id, trial, traj, f"{where}.traj", ref="traj")
+    add_messages(transcript, instance_id, trial, traj, f"{where}.traj", ref="traj", result_error=tool_error)
     info = record.get("info") if isinstance(record.get("info"), dict) else {}
     task = info.get("task") if isinstance(info.get("task"), dict) else {}
     instruction = task.get("instruction") if isinstance(task.get("instruction"), str) else None

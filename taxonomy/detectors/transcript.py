@@ -148,7 +148,7 @@ def detect_unaddressed_error(steps: list[dict], rec: dict, declared: set[str] | 
         if _output_besides_error(step(a.result)):
             continue  # the tool returned something besides its error, which the agent may rightly use
         carried_on = _next_agent_step(steps, a.result)
-        if carried_on is None or _ACKNOWLEDGED.search(carried_on.get("text") or ""):
+        if carried_on is None or _acknowledges(carried_on, a.error):
             continue  # the run ended there, or the agent took the error up: whether well is not a rule's call
         tool = "its code" if a.tool == CODE_TOOL else f"tool {a.tool}" if a.tool else "the tool"
         return _finding(carried_on, "tool_error_ignored", "Carries on after a tool error it never addresses",
@@ -156,6 +156,26 @@ def detect_unaddressed_error(steps: list[dict], rec: dict, declared: set[str] | 
                         f"the run went on at step {carried_on['step_index']} as if it had worked.",
                         "Tool Error Ignored", "Addresses the tool's error before going on")
     return None
+
+
+# a word of an error message that names something particular: a number, an id, a long word
+_PARTICULAR = re.compile(r"[A-Za-z]*\d[\w.]*|[A-Za-z]{5,}")
+_COMMON = frozenset("error errors which there their these those would could should about after before other "
+                    "because while where using found".split())
+
+
+def _acknowledges(step: dict, error: str) -> bool:
+    """Whether an agent's step takes a tool's error up: it says there was an error (_ACKNOWLEDGED),
+    or it restates the error's particulars — more than half (and at least two) of its numbers, ids
+    and long words ("not enough seats on flight HAT290" answered by "there aren't enough seats … on
+    flight HAT290"; "your flight HAT290 is booked" shares two of four, and restates nothing)."""
+    said = " ".join(str(v) for v in (step.get("text"), step.get("tool_arguments")) if v)
+    if _ACKNOWLEDGED.search(said):
+        return True
+    particular = {w.lower().rstrip(".") for w in _PARTICULAR.findall(error)} - _COMMON
+    words = {w.lower().rstrip(".") for w in _PARTICULAR.findall(said)}
+    shared = len(particular & words)
+    return shared >= 2 and shared > len(particular) / 2
 
 
 # what a tool result holds besides its error: AutoGen's execution header and a Python traceback
