@@ -75,7 +75,7 @@ comparison.per_dataset(c, ui.load(stats.model_accuracy, **pair.kwargs(), by="dat
 
 st.subheader("Error types")
 for line in mix_lines(c):
-    st.warning(md(line, 2000), icon=":material/call_split:")
+    st.warning(md(line[:1].upper() + line[1:], 2000), icon=":material/call_split:")
 if analyst is None:
     ui.no_analyses(stop=False, scope=f"of {md(a)} or {md(b)} under these filters")
 elif c.a_labelled + c.b_labelled == 0:

@@ -43,6 +43,7 @@ shown = columns.runs_table(runs)
 show_table(shown, name="runs", hide_index=True, column_config=columns.config(
     shown.columns, harness_note=st.column_config.TextColumn("Harness check", width="large"),
     rerun=st.column_config.TextColumn("Rerun", width="medium"),
+    domain=st.column_config.TextColumn("Domain", width="medium"),
     file=st.column_config.TextColumn("File", width="medium")))
 impossible = ui.load(q.impossible_rates, models=f.models, datasets=f.datasets, domains=f.domains)
 if impossible.height:

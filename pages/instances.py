@@ -116,7 +116,8 @@ for col, row in zip(st.columns(len(detail)), detail):
         on_steps = row["n_steps"] is not None
         quotes = [] if on_steps else [c.get("evidence") or "" for c in criteria]
         shown, cut = clip(row["output_text"] or "")
-        st.markdown(evidence.highlight(shown, quotes), unsafe_allow_html=True)
+        # set off by a rule at its left, so the output does not read as part of the label below it
+        st.markdown(evidence.highlight(shown, quotes, style=evidence.OUTPUT_STYLE), unsafe_allow_html=True)
         if cut:
             st.caption(cut_note(cut))
         if row["mapped_output"] and not fmt.chosen(row["output_text"], row["mapped_output"], first["choices"]):

@@ -18,10 +18,14 @@ def locate(output: str, quote: str) -> tuple[int, int] | None:
     return (found[0][0], found[-1][1]) if found else None
 
 
-def highlight(output: str, quotes: list[str]) -> str:
+OUTPUT_STYLE = "border-left: 3px solid rgba(49, 51, 63, 0.2); padding: 0.1rem 0 0.1rem 0.75rem; margin-bottom: 0.75rem"
+
+
+def highlight(output: str, quotes: list[str], style: str = "") -> str:
     """HTML of `output` with every verified quote (each fragment of it) wrapped in <mark>;
     everything else escaped for both HTML and Markdown, on one line, so no text in it can end the
-    <div> or form markup."""
+    <div> or form markup. `style`: more CSS for the <div> (a constant of the caller's, never text
+    from a log)."""
     found = sorted(s for q in quotes for s in (spans(output, q) or []))
     merged: list[list[int]] = []
     for start, end in found:
@@ -34,4 +38,4 @@ def highlight(output: str, quotes: list[str]) -> str:
         parts += [html_text(output[pos:start]), "<mark>", html_text(output[start:end]), "</mark>"]
         pos = end
     parts.append(html_text(output[pos:]))
-    return f'<div style="white-space: pre-wrap">{"".join(parts)}</div>'
+    return f'<div style="white-space: pre-wrap{"; " + style if style else ""}">{"".join(parts)}</div>'

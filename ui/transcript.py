@@ -132,9 +132,9 @@ def _body(s: dict, quote: str | None, key: str) -> None:
 
 def _text(text: str, quote: str | None) -> None:
     shown, cut = clip(text)
-    html = evidence.highlight(shown, [quote] if quote else [])
     # a little room below the text, so its last line does not sit on the step's border
-    st.markdown(html.replace('pre-wrap">', 'pre-wrap; padding-bottom: 0.4rem">', 1), unsafe_allow_html=True)
+    html = evidence.highlight(shown, [quote] if quote else [], style="padding-bottom: 0.4rem")
+    st.markdown(html, unsafe_allow_html=True)
     if cut:
         st.caption(cut_note(cut))
 
