@@ -48,6 +48,17 @@ _RUN_COLUMNS = (
     "max_tokens", "metric_min", "headline_metric", "verdict_rule", "started_at", "harness_factor", "ingested_at",
 )
 
+# The runs columns that are not text, as the runs table declares them (store/migrations.py):
+# stated, not inferred from the values (a column all NULL in one chunk of a load keeps its type,
+# and pyarrow's inference would import pandas to look for pandas values among them)
+_RUN_TYPES = {
+    **dict.fromkeys(("metric_max", "pass_threshold", "harness_value", "metric_min", "harness_factor"), pa.float64()),
+    **dict.fromkeys(("lower_is_better", "harness_agrees"), pa.bool_()),
+    **dict.fromkeys(("n_predictions", "n_failures", "n_infra_errors", "record_schema_version", "harness_n",
+                     "max_tokens"), pa.int64()),
+    "started_at": pa.timestamp("us"),
+}
+
 
 def _json(value) -> str | None:
     if value is None:
@@ -174,7 +185,8 @@ class LateRule:
 def run_tables(staged: list[StagedRun]) -> tuple[pa.Table, pa.Table, pa.Table, pa.Table]:
     """These runs' rows of the runs (without ingested_at), instances, predictions and
     transcript_steps tables."""
-    runs = pa.table({c: pa.array([s.run_values[i] for s in staged]) for i, c in enumerate(_RUN_COLUMNS[:-1])})
+    runs = pa.table({c: pa.array([s.run_values[i] for s in staged], _RUN_TYPES.get(c, pa.string()))
+                     for i, c in enumerate(_RUN_COLUMNS[:-1])})
     steps = [s.steps for s in staged if s.steps is not None]
     return (runs, pa.concat_tables([s.instances for s in staged]),
             pa.concat_tables([s.predictions for s in staged]),
