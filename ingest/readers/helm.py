@@ -274,7 +274,8 @@ def _instances(files: _RunFiles, ident: _Identity) -> tuple[list[InstanceRecord]
         if raw_id is None:
             raise IngestError(f"{instances_where}: instance {n}: no id")
         raw_id = str(raw_id)
-        pert = _perturbation_key(inst.get("perturbation"))
+        pert = inst.get("perturbation")
+        pert = _perturbation_key(pert) if pert else None
         if (raw_id, pert) in index:
             first = raw_instances[first_at[(raw_id, pert)]]
             if (inst.get("input"), inst.get("references")) != (first.get("input"), first.get("references")):
@@ -338,7 +339,8 @@ def _prediction_rows(files: _RunFiles, index: dict, metric_choice: _Metric) -> t
         if pred.__class__ is not dict:
             expect(pred, dict, f"{preds_where}: prediction {n}")
         raw_id = str(pred.get("instance_id"))
-        pert = _perturbation_key(pred.get("perturbation"))
+        pert = pred.get("perturbation")
+        pert = _perturbation_key(pert) if pert else None
         qualified = index.get((raw_id, pert))
         if qualified is None:
             raise IngestError(f"{preds_where}: prediction {n}: instance {raw_id!r} is not in the run's instances")
@@ -401,7 +403,8 @@ def _verdict(files: _RunFiles, ident: _Identity, instances: list[InstanceRecord]
     run_name, groups, headline, metric = ident.run_name, ident.groups, metric_choice.headline, metric_choice.name
     dataset, dataset_raw, domain, source = ident.dataset, ident.dataset_raw, ident.domain, metric_choice.source
     method = adapter.get("method")
-    suite_dir = run_dir.resolve().parent
+    resolved = run_dir.resolve()
+    suite_dir = resolved.parent
     suite = suite_dir.name
     main_split = _main_split(schema, headline, groups, [i.split for i in instances])
     harness = _harness_check(run_dir / "stats.json", rows, instances, metric, headline, main_split, groups, hasher)
@@ -417,7 +420,7 @@ def _verdict(files: _RunFiles, ident: _Identity, instances: list[InstanceRecord]
     return RunRecord(
         run_id=hashlib.sha1(f"{FORMAT}|{suite_dir}|{run_name}".encode()).hexdigest()[:16],
         source_format=FORMAT,
-        source_path=str(run_dir.resolve()),
+        source_path=str(resolved),
         content_hash=hasher.hexdigest(),
         suite=suite,
         run_name=run_name,
@@ -632,7 +635,8 @@ def _merge_stats(entries: list, stats_file: Path) -> dict[tuple, dict[str, float
             trial = entry.get("train_trial_index", 0)
             if trial.__class__ is not int:
                 raise TypeError(f"train_trial_index {trial!r} is not an integer")
-            key = (str(entry["instance_id"]), _perturbation_key(entry.get("perturbation")), trial)
+            pert = entry.get("perturbation")
+            key = (str(entry["instance_id"]), _perturbation_key(pert) if pert else None, trial)
             bucket = merged.setdefault(key, {})
             for stat in entry["stats"]:
                 # count 0 marks a metric HELM could not compute for this instance
