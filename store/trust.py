@@ -105,7 +105,7 @@ def _check_shared(con: duckdb.DuckDBPyConnection, settings: dict | None, allowed
     wanted = (all(p in (setting("allowed_paths") or []) for p in allowed_paths)
               and all(d in (setting("allowed_directories") or []) for d in allowed_directories)
               and all(str(setting(k)).lower() == str(v).lower() for k, v in (settings or {}).items()
-                      if k != "memory_limit"))
+                      if k not in ("memory_limit", "threads")))  # how fast, not what it may reach
     if setting("enable_external_access") or not wanted:
         con.close()
         raise duckdb.ConnectionException(
