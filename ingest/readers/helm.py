@@ -331,6 +331,7 @@ def _prediction_rows(files: _RunFiles, index: dict, metric_choice: _Metric) -> t
     """One row per (instance, perturbation, trial), with its stats and its score on the metric;
     how many scores were not finite and how many repeated predictions were dropped."""
     raw_preds, preds_where, metric = files.raw_preds, files.preds_where, metric_choice.name
+    merged_stats, finishes = files.merged_stats, files.finishes
     rows: list[dict[str, Any]] = []
     n_nonfinite = 0
     pred_at: dict[tuple, int] = {}
@@ -355,31 +356,33 @@ def _prediction_rows(files: _RunFiles, index: dict, metric_choice: _Metric) -> t
             repeated += 1
             continue
         pred_at[key] = n
-        stats = files.merged_stats.get((raw_id, pert, trial)) if isinstance(trial, int) else None
+        stats = merged_stats.get((raw_id, pert, trial)) if isinstance(trial, int) else None
         stats = dict(stats) if stats else {}
         for name, value in (pred.get("stats") or {}).items():
             if isinstance(value, (int, float)):
                 stats.setdefault(name, float(value))
-        failed, note = _request_failure(pred.get("_infra_error"), stats, metric)
+        error = pred.get("_infra_error")
+        failed, note = _request_failure(error, stats, metric) if error else (None, None)
         score = None if failed or not metric else stats.get(metric)
         if score is not None and not is_finite(score):
             n_nonfinite += 1
             score = None
+        thinking, annotations = pred.get("thinking_text"), pred.get("annotations")
         rows.append(
             {
                 "instance_id": qualified,
                 "train_trial_index": trial,
                 "output_text": pred.get("predicted_text"),
                 "mapped_output": pred.get("mapped_output"),
-                "thinking_text": _thinking(pred.get("thinking_text")),
+                "thinking_text": None if thinking is None else _thinking(thinking),
                 "metrics": stats,
-                "annotations": pred.get("annotations"),
+                "annotations": annotations,
                 "score": score,
                 "infra_error": bool(failed),
                 "error_message": failed or None,
                 "verdict_note": note,
-                "judge_notes": annotation_notes(pred.get("annotations")),
-                "finish_reason": _finish_reason(stats) or files.finishes.get(key),
+                "judge_notes": None if annotations is None else annotation_notes(annotations),
+                "finish_reason": _finish_reason(stats) or finishes.get(key),
                 "output_tokens": positive_int(stats.get("num_output_tokens")),
             }
         )
