@@ -62,3 +62,21 @@ def test_pandas_still_works_after_the_probe_is_skipped():
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+def test_a_suite_is_walked_once(tmp_path, monkeypatch):
+    """Format detection, run discovery, the readers and the skipped-files list share one listing
+    of the folder (issue 25: a suite used to be walked four times)."""
+    import os
+
+    from ingest import ingest_paths
+    from ingest import walk
+
+    suite = _suite(tmp_path)
+    (suite / "notes.txt").write_text("not a log")  # a skipped file: the list of them reads the listing too
+    walks = []
+    real_walk = os.walk
+    monkeypatch.setattr(walk.os, "walk", lambda *a, **k: walks.append(a[0]) or real_walk(*a, **k))
+    summary = ingest_paths([tmp_path], db=tmp_path / "s.duckdb")
+    assert summary.runs == 2 and any("notes.txt" in p for paths in summary.skipped.values() for p in paths)
+    assert walks == [tmp_path]
