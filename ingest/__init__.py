@@ -1,7 +1,6 @@
 """Benchmark logs → normalized runs, instances and predictions in the store."""
 
 from .errors import IngestError
-from .export import ExportSummary, export_eee
 from .load import IngestSummary, ingest_paths
 from .options import ReadOptions
 from .passfail import PassConfig
@@ -31,3 +30,12 @@ __all__ = [
     "export_eee",
     "ingest_paths",
 ]
+
+
+def __getattr__(name: str):
+    # the exporter is imported when first asked for: `python -m ingest PATH` never needs it
+    if name in ("ExportSummary", "export_eee"):
+        from . import export
+
+        return getattr(export, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

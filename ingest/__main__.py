@@ -1,5 +1,6 @@
 import sys
 
-from .cli import main
+from .cli import main, skip_pyarrow_pandas_probe
 
+skip_pyarrow_pandas_probe()
 sys.exit(main())

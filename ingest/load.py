@@ -8,19 +8,17 @@ from __future__ import annotations
 
 import ctypes
 import gc
-import multiprocessing
 import os
 import signal
 import sys
 import threading
 import time
 from collections import deque
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from itertools import islice
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 import orjson
 import pyarrow as pa
@@ -40,6 +38,9 @@ from .records import ParsedRun, Skipped
 from .registry import Reader, by_name, choose
 from .report import RunNote, details, resolve_pending, skipped_files
 from .walk import scanning, total_size
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 # Below this much log data a process pool costs more (start-up, imports, pickling) than it saves:
 # a 120 MB HELM suite parses in 2-3 s of CPU, and starting spawned workers costs about a second.
@@ -104,12 +105,17 @@ def _check_names(parsed: ParsedRun, source: str) -> None:
         why = control_character(value) if isinstance(value, str) else None
         if why:
             raise IngestError(f"{source}: {field.replace('_', ' ')} {value!r} {why}")
+    # a run's instances share a handful of splits: each distinct value is checked once
+    checked: set[str] = set()
     for inst in parsed.instances:
         for field in ("split", "sub_split"):
             value = getattr(inst, field)
-            why = control_character(value) if isinstance(value, str) else None
+            if value.__class__ is not str or value in checked:
+                continue
+            why = control_character(value)
             if why:
                 raise IngestError(f"{source}: instance {inst.instance_id!r}: {field.replace('_', ' ')} {value!r} {why}")
+            checked.add(value)
         if "\0" in inst.instance_id or "\0" in inst.raw_instance_id:
             raise IngestError(f"{source}: instance {inst.raw_instance_id!r}: the id holds a NUL byte")
 
@@ -117,6 +123,8 @@ def _check_names(parsed: ParsedRun, source: str) -> None:
 def _check_text_sizes(staged: StagedRun, source: str, cap: int) -> None:
     """Refuse a run holding one text (an input, output, reference, ...) longer than the cap."""
     for table in (staged.instances, staged.predictions):
+        if table.nbytes <= cap:
+            continue  # no value can be longer than all of them together
         for name in table.column_names:
             column = table[name]
             # no value can be longer than the whole column: the common case costs no scan
@@ -158,12 +166,15 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-def worker_pool(workers: int) -> ProcessPoolExecutor:
+def worker_pool(workers: int) -> "ProcessPoolExecutor":
     """Worker processes that end with this one, however it ends.
 
     spawn, not forkserver: the workers are then children of this process, so the kernel can end
     them with it, and no fork server is left behind; not fork, which is unsafe with threads.
     """
+    import multiprocessing  # only for inputs large enough to parse on every core
+    from concurrent.futures import ProcessPoolExecutor
+
     ctx = multiprocessing.get_context("spawn")
     return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_die_with_parent, initargs=(os.getpid(),))
 

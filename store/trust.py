@@ -105,7 +105,7 @@ def _check_shared(con: duckdb.DuckDBPyConnection, settings: dict | None, allowed
     wanted = (all(p in (setting("allowed_paths") or []) for p in allowed_paths)
               and all(d in (setting("allowed_directories") or []) for d in allowed_directories)
               and all(str(setting(k)).lower() == str(v).lower() for k, v in (settings or {}).items()
-                      if k != "memory_limit"))
+                      if k not in ("memory_limit", "threads")))  # how fast, not what it may reach
     if setting("enable_external_access") or not wanted:
         con.close()
         raise duckdb.ConnectionException(
@@ -152,6 +152,11 @@ def reference(applied: Iterable[str]) -> dict[tuple[str, str, str], str]:
 
     done = set(applied)
     names = tuple(name for name, _ in MIGRATIONS if name in done)
+    if not names:
+        # a store no migration has touched (one this command is creating) must hold nothing:
+        # an empty database's catalog is empty (tests/test_untrusted_store.py builds it to check),
+        # so no in-memory database is opened to say so
+        return {}
     with _reference_lock:
         found = _references.get(names)
         if found is not None:

@@ -561,3 +561,27 @@ def test_deep_json_through_the_python_api_is_an_ingest_error(tmp_path, tmp_db):
     path, _ = _deep_inputs(tmp_path)[0]
     with pytest.raises(IngestError, match="nested too deeply"):
         ingest_paths([path], db=tmp_db)
+
+
+def test_a_file_is_read_whole_and_capped_whatever_its_stated_size(tmp_path, monkeypatch):
+    """read_capped asks for the file's size, not the cap (#25 speed), yet still reads a file that
+    says less than it holds (as /proc files say 0 bytes) to its end, and refuses one past the cap
+    however it is sized."""
+    from ingest import files
+    from ingest.limits import Limits
+
+    log = tmp_path / "run_spec.json"
+    log.write_bytes(b"x" * 1000)
+    assert files.read_capped(log, Limits(file_bytes=1000)) == b"x" * 1000
+    with pytest.raises(IngestError, match=r"1000 bytes, over the 999 bytes limit"):
+        files.read_capped(log, Limits(file_bytes=999))
+    real_fstat = os.fstat
+
+    class Shrunk:  # the file as fstat saw it before it grew to 1,000 bytes
+        def __init__(self, st):
+            self.st_mode, self.st_size = st.st_mode, 10
+
+    monkeypatch.setattr(os, "fstat", lambda fd: Shrunk(real_fstat(fd)))
+    assert files.read_capped(log, Limits(file_bytes=5000)) == b"x" * 1000
+    with pytest.raises(IngestError, match=r"at least 501 bytes, over the 500 bytes limit"):
+        files.read_capped(log, Limits(file_bytes=500))

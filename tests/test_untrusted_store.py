@@ -123,6 +123,28 @@ def test_an_untouched_store_of_every_vintage_is_accepted(tmp_path):
             con.close()
 
 
+def test_a_store_no_migration_touched_must_hold_nothing(tmp_path):
+    """The reference for a store recording no migration is taken as empty without building it
+    (an ingest into a new store pays nothing for it): it is what an empty database holds, and a
+    file that records no migration but holds an object of its own is still refused."""
+    con = duckdb.connect(":memory:", config=trust.OPEN_CONFIG)
+    try:
+        assert trust.catalog(con, con.execute("SELECT current_database()").fetchone()[0]) == {}
+    finally:
+        con.close()
+    assert trust.reference([]) == {}
+
+    from store import UntrustedStoreError, write_session
+
+    db = tmp_path / "bare.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute("CREATE MACRO lower(x) AS 'owned'")
+    con.close()
+    with pytest.raises(UntrustedStoreError, match=r"\(macro lower \(not Faultline's\)\)"):
+        with write_session(db):
+            pass
+
+
 def test_object_names_the_store_chose_are_repeated_only_when_plain(tmp_path):
     """A refusal is shown on pages as Markdown: a name like a link is not repeated."""
     from store import UntrustedStoreError, read_connection

@@ -379,6 +379,30 @@ def test_canonical_names_and_question_hash():
     assert question_hash("") is None and question_hash(None) is None
 
 
+def test_question_normalization_takes_its_short_way_only_where_it_changes_nothing():
+    """normalize_question skips collapsing whitespace when the lowered text is printable and has
+    no double space (#25 speed): that holds only if every whitespace character but the space is
+    unprintable, checked here on every code point, and both ways agree on texts mixing them."""
+    import random
+    import string
+    import sys
+
+    from ingest.names import _EDGES, normalize_question
+
+    spaces = [c for c in map(chr, range(sys.maxunicode + 1)) if c.isspace()]
+    assert [c for c in spaces if c.isprintable()] == [" "]
+
+    def general(text: str) -> str:
+        return " ".join(text.lower().split()).strip(_EDGES)
+
+    rng = random.Random(25)
+    pieces = [*spaces, "  ", "a", "B", "é", "İ", "?", "!", "2+2", " what is", "Ω", "\u0300", "\u200b", "\0"]
+    texts = ["", " ", "What is 2+2?", "  What is 2+2? ", "a  b", "a\tb", "A\u00a0B", "x\u3000y", "İstanbul"]
+    texts += ["".join(rng.choices(pieces, k=rng.randint(1, 12))) for _ in range(20_000)]
+    texts += ["".join(rng.choices(string.printable, k=rng.randint(1, 40))) for _ in range(20_000)]
+    assert [normalize_question(t) for t in texts] == [general(t) for t in texts]
+
+
 def test_config_aliases_rename_datasets(tmp_path, tmp_db):
     config = tmp_path / "faultline.yaml"
     config.write_text("aliases:\n  my_gsm: gsm8k\n")

@@ -274,7 +274,8 @@ def _instances(files: _RunFiles, ident: _Identity) -> tuple[list[InstanceRecord]
         if raw_id is None:
             raise IngestError(f"{instances_where}: instance {n}: no id")
         raw_id = str(raw_id)
-        pert = _perturbation_key(inst.get("perturbation"))
+        pert = inst.get("perturbation")
+        pert = _perturbation_key(pert) if pert else None
         if (raw_id, pert) in index:
             first = raw_instances[first_at[(raw_id, pert)]]
             if (inst.get("input"), inst.get("references")) != (first.get("input"), first.get("references")):
@@ -330,6 +331,7 @@ def _prediction_rows(files: _RunFiles, index: dict, metric_choice: _Metric) -> t
     """One row per (instance, perturbation, trial), with its stats and its score on the metric;
     how many scores were not finite and how many repeated predictions were dropped."""
     raw_preds, preds_where, metric = files.raw_preds, files.preds_where, metric_choice.name
+    merged_stats, finishes = files.merged_stats, files.finishes
     rows: list[dict[str, Any]] = []
     n_nonfinite = 0
     pred_at: dict[tuple, int] = {}
@@ -338,7 +340,8 @@ def _prediction_rows(files: _RunFiles, index: dict, metric_choice: _Metric) -> t
         if pred.__class__ is not dict:
             expect(pred, dict, f"{preds_where}: prediction {n}")
         raw_id = str(pred.get("instance_id"))
-        pert = _perturbation_key(pred.get("perturbation"))
+        pert = pred.get("perturbation")
+        pert = _perturbation_key(pert) if pert else None
         qualified = index.get((raw_id, pert))
         if qualified is None:
             raise IngestError(f"{preds_where}: prediction {n}: instance {raw_id!r} is not in the run's instances")
@@ -353,31 +356,33 @@ def _prediction_rows(files: _RunFiles, index: dict, metric_choice: _Metric) -> t
             repeated += 1
             continue
         pred_at[key] = n
-        stats = files.merged_stats.get((raw_id, pert, trial)) if isinstance(trial, int) else None
+        stats = merged_stats.get((raw_id, pert, trial)) if isinstance(trial, int) else None
         stats = dict(stats) if stats else {}
         for name, value in (pred.get("stats") or {}).items():
             if isinstance(value, (int, float)):
                 stats.setdefault(name, float(value))
-        failed, note = _request_failure(pred.get("_infra_error"), stats, metric)
+        error = pred.get("_infra_error")
+        failed, note = _request_failure(error, stats, metric) if error else (None, None)
         score = None if failed or not metric else stats.get(metric)
         if score is not None and not is_finite(score):
             n_nonfinite += 1
             score = None
+        thinking, annotations = pred.get("thinking_text"), pred.get("annotations")
         rows.append(
             {
                 "instance_id": qualified,
                 "train_trial_index": trial,
                 "output_text": pred.get("predicted_text"),
                 "mapped_output": pred.get("mapped_output"),
-                "thinking_text": _thinking(pred.get("thinking_text")),
+                "thinking_text": None if thinking is None else _thinking(thinking),
                 "metrics": stats,
-                "annotations": pred.get("annotations"),
+                "annotations": annotations,
                 "score": score,
                 "infra_error": bool(failed),
                 "error_message": failed or None,
                 "verdict_note": note,
-                "judge_notes": annotation_notes(pred.get("annotations")),
-                "finish_reason": _finish_reason(stats) or files.finishes.get(key),
+                "judge_notes": None if annotations is None else annotation_notes(annotations),
+                "finish_reason": _finish_reason(stats) or finishes.get(key),
                 "output_tokens": positive_int(stats.get("num_output_tokens")),
             }
         )
@@ -401,7 +406,8 @@ def _verdict(files: _RunFiles, ident: _Identity, instances: list[InstanceRecord]
     run_name, groups, headline, metric = ident.run_name, ident.groups, metric_choice.headline, metric_choice.name
     dataset, dataset_raw, domain, source = ident.dataset, ident.dataset_raw, ident.domain, metric_choice.source
     method = adapter.get("method")
-    suite_dir = run_dir.resolve().parent
+    resolved = run_dir.resolve()
+    suite_dir = resolved.parent
     suite = suite_dir.name
     main_split = _main_split(schema, headline, groups, [i.split for i in instances])
     harness = _harness_check(run_dir / "stats.json", rows, instances, metric, headline, main_split, groups, hasher)
@@ -417,7 +423,7 @@ def _verdict(files: _RunFiles, ident: _Identity, instances: list[InstanceRecord]
     return RunRecord(
         run_id=hashlib.sha1(f"{FORMAT}|{suite_dir}|{run_name}".encode()).hexdigest()[:16],
         source_format=FORMAT,
-        source_path=str(run_dir.resolve()),
+        source_path=str(resolved),
         content_hash=hasher.hexdigest(),
         suite=suite,
         run_name=run_name,
@@ -632,7 +638,8 @@ def _merge_stats(entries: list, stats_file: Path) -> dict[tuple, dict[str, float
             trial = entry.get("train_trial_index", 0)
             if trial.__class__ is not int:
                 raise TypeError(f"train_trial_index {trial!r} is not an integer")
-            key = (str(entry["instance_id"]), _perturbation_key(entry.get("perturbation")), trial)
+            pert = entry.get("perturbation")
+            key = (str(entry["instance_id"]), _perturbation_key(pert) if pert else None, trial)
             bucket = merged.setdefault(key, {})
             for stat in entry["stats"]:
                 # count 0 marks a metric HELM could not compute for this instance
