@@ -38,7 +38,8 @@ def test_moving_the_threshold_in_the_sidebar_rejudges_and_the_link_keeps_it(tmp_
         assert "failures: score < 3.8 of 1–5 — ErrorMap's 0.7 of the range" in main.inner_text()
         page.get_by_text("Analysis threshold").first.click()
         sidebar = page.locator("[data-testid='stSidebar']")
-        assert "aci_bench: fail below (aci_bench_accuracy, 1–5)" in sidebar.inner_text()
+        # the expander draws its fields a moment after the click: wait for them, do not read at once
+        expect(sidebar).to_contain_text("aci_bench: fail below (aci_bench_accuracy, 1–5)", timeout=30_000)
         field = sidebar.locator("input[type='number']").first  # aci_bench, then med_dialog
         assert field.input_value() == "3.80"
         field.fill("4.5")
