@@ -9,7 +9,7 @@ import streamlit as st
 import stats
 import ui
 from stats import fmt
-from stats.compare import mix_lines
+from stats.compare import mix_sentences
 from store import queries as q
 from ui import agents, charts, columns, comparison, pairs
 from ui.text import md
@@ -74,8 +74,8 @@ if c.n_pairs == 0:
 comparison.per_dataset(c, ui.load(stats.model_accuracy, **pair.kwargs(), by="dataset"))
 
 st.subheader("Error types")
-for line in mix_lines(c):
-    st.warning(md(line[:1].upper() + line[1:], 2000), icon=":material/call_split:")
+for line in mix_sentences(c):
+    st.warning(md(line, 2000), icon=":material/call_split:")
 if analyst is None:
     ui.no_analyses(stop=False, scope=f"of {md(a)} or {md(b)} under these filters")
 elif c.a_labelled + c.b_labelled == 0:

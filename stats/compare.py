@@ -497,6 +497,11 @@ def mix_lines(result: Comparison) -> list[str]:
             f"{fmt.count(b_paired)} of {fmt.count(b_all)} (others: {where(b_off)}); {counted}"]
 
 
+def mix_sentences(result: Comparison) -> list[str]:
+    """`mix_lines` as sentences, for a page or the report (the terminal prints each after "note:")."""
+    return [line[:1].upper() + line[1:] for line in mix_lines(result)]
+
+
 def score_lines(d: DatasetComparison) -> list[str]:
     """A dataset's continuous-score tests and its sensitivity strip, as text."""
     if d.scores is None:

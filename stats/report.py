@@ -17,7 +17,7 @@ from store import FaultlineError
 from store import queries as q
 
 from . import svg
-from .compare import check_known, compare, mix_lines, pick_analyst, score_lines, verdict
+from .compare import check_known, compare, mix_sentences, pick_analyst, score_lines, verdict
 from taxonomy.catalog import NOT_ERROR_TYPES
 
 from . import fmt
@@ -122,7 +122,7 @@ def build_report(con, models=None, datasets=None, domains=None, analyst=None,
             unpaired.append(f"{a} / {b}")
             continue
         parts.append(f"<h3>{_e(a)} (A) vs {_e(b)} (B)</h3><p>{_e(verdict(c))}</p>")
-        parts += [f"<p class=note>{_e(line[:1].upper() + line[1:])}</p>" for line in mix_lines(c)]
+        parts += [f"<p class=note>{_e(line)}</p>" for line in mix_sentences(c)]
         if len(c.by_dataset) > 1 or any(d.scores for d in c.by_dataset):
             parts.append(_table(
                 ["dataset", "questions both answered", "only A fails", "only B fails", "McNemar p",

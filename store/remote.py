@@ -489,13 +489,13 @@ def health(spec: str) -> dict:
         if took > _env_float(TIMEOUT_ENV, DEFAULT_TIMEOUT_S):
             problems.append(f"{display(spec)}: a fetch is slow or stuck ({fetch.progress()})")
         if ended is not None:
-            problems.append(f"the last fetch failed: {_one_line(getattr(ended.error, 'message', None) or ended.error)}")
+            problems.append(f"the last fetch failed: {_error_line(ended.error)}")
     elif fetch is not None:
         noted = fetch.result.note if fetch.result is not None else None
         report["fetch"] = {"running": False, "ended": "failed" if fetch.error is not None else
                            "kept the last verified copy" if noted else "ok"}
         if fetch.error is not None:
-            problems.append(_one_line(getattr(fetch.error, "message", None) or fetch.error))
+            problems.append(_error_line(fetch.error))
         elif noted:
             problems.append(noted)
     if known is None:
@@ -503,6 +503,11 @@ def health(spec: str) -> dict:
     report["status"] = "unavailable" if known is None else ("degraded" if problems else "ok")
     report["problems"] = problems
     return report
+
+
+def _error_line(exc: BaseException) -> str:
+    """A failed fetch's error in one line: its user-facing message when it has one."""
+    return _one_line(getattr(exc, "message", None) or exc)
 
 
 def local_copy(spec: str) -> Path:
