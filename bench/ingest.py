@@ -18,8 +18,8 @@ The reference does the least any HELM reader must do: json.load the same files o
 and insert one row per prediction with a single bulk insert. Both are timed in the same run,
 alternating, --repeats times each (default 5), and both the best and the median are printed (a
 shared machine moves single runs by a tenth or more); the figure that matters is the wall-time
-ratio, start-up included (goal: at most 1.5x on the 283-run suite, which is below the size where
-parsing in parallel pays). The generated suites are generated data in HELM's file layout (clearly
+ratio, start-up included (goal: at most 1.5x on the 283-run suite; Faultline parses it on every
+core when it can fork its workers, docs/ingest.md). The generated suites are generated data in HELM's file layout (clearly
 not a real evaluation), cached under bench/out/; the --large one (about 2 GB of JSON per million
 predictions) is deleted after the run unless --keep-suite. For --large it also prints each side's peak memory: the sum of
 the VmHWM of every process of its tree (workers included).

@@ -13,6 +13,7 @@ import signal
 import sys
 import threading
 import time
+import warnings
 from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -42,17 +43,38 @@ from .walk import scanning, total_size
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
 
-# Below this much log data a process pool costs more (start-up, imports, pickling) than it saves:
-# a 120 MB HELM suite parses in 2-3 s of CPU, and starting spawned workers costs about a second.
-PARALLEL_MIN_BYTES_DEFAULT = 256 * 1024 * 1024
+# Below this much log data a process pool costs more than it saves. Spawned workers import
+# Faultline again (about a second of start-up) and pay from 256 MB; forked ones start in
+# milliseconds and pay from a few MB (the 283-run, 120 MB HELM suite: 1.75 s against 2.3 s
+# start-up included, on 2 cores; the 3-run mmlu-v1 fixture, 4 MB, gains nothing).
+PARALLEL_MIN_BYTES_DEFAULT = {"fork": 16 * 1024 * 1024, "spawn": 256 * 1024 * 1024}
 PARALLEL_ENV = "FAULTLINE_PARALLEL_MIN_BYTES"
+START_ENV = "FAULTLINE_WORKER_START"
 # Parts (HELM runs) handed to the workers ahead of the one being staged, per worker.
 PARTS_IN_FLIGHT_PER_WORKER = 2
 CHUNK_ENV = "FAULTLINE_INGEST_CHUNK_BYTES"
 
 
-def parallel_min_bytes() -> int:
-    return _env_bytes(PARALLEL_ENV, PARALLEL_MIN_BYTES_DEFAULT)
+def parallel_min_bytes(method: str = "spawn") -> int:
+    return _env_bytes(PARALLEL_ENV, PARALLEL_MIN_BYTES_DEFAULT[method])
+
+
+def start_method() -> str:
+    """How worker processes start: forked where that is safe, else spawned.
+
+    A fork copies the parent as it stands: a lock another thread held at that moment stays held
+    in the child. So workers are forked only on Linux (macOS frameworks are not fork-safe) and
+    only while this process runs no Python thread but the main one (`python -m ingest` parses on
+    it alone; the app's server, with its many threads, spawns). The native threads libraries
+    start on import are safe here: jemalloc's and OpenBLAS's pools ready themselves for a fork
+    (pthread_atfork), and a worker never touches DuckDB, whose threads a store opened earlier
+    may have left. FAULTLINE_WORKER_START=spawn forces spawned workers."""
+    forced = os.environ.get(START_ENV)
+    if forced and forced not in ("fork", "spawn"):
+        raise IngestError(f"{START_ENV}={forced!r}: expected fork or spawn")
+    if forced == "spawn" or not sys.platform.startswith("linux") or threading.active_count() > 1:
+        return "spawn"
+    return "fork"
 
 
 def chunk_bytes() -> int:
@@ -143,9 +165,14 @@ def _check_text_sizes(staged: StagedRun, source: str, cap: int) -> None:
 
 
 def _read_part(reader_name: str, path: Path, options: ReadOptions) -> list[_Staged | Skipped]:
-    files.confine(options.only_under)  # a worker process starts unconfined
+    files.confine(options.only_under)  # a spawned worker starts unconfined
     part = replace(options, part_of_folder=True)
-    return [_stage(parsed, options) for parsed in by_name(reader_name).read(path, part)]
+    staged = [_stage(parsed, options) for parsed in by_name(reader_name).read(path, part)]
+    if _collect_after_part:
+        # a forked worker parses with cycle collection off, as its parent did: free what this
+        # part left in reference cycles (its inherited objects are frozen, so this scans few)
+        gc.collect()
+    return staged
 
 
 PR_SET_PDEATHSIG = 1
@@ -166,33 +193,51 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-def worker_pool(workers: int) -> "ProcessPoolExecutor":
+_collect_after_part = False
+
+
+def _forked_worker(parent: int) -> None:
+    """Initializer of a forked worker: die with the parent; leave the parent's objects, which it
+    shares copy-on-write, out of cycle collection (collecting would touch, so copy, them)."""
+    global _collect_after_part
+    _die_with_parent(parent)
+    gc.freeze()
+    _collect_after_part = True
+
+
+def worker_pool(workers: int, method: str = "spawn") -> "ProcessPoolExecutor":
     """Worker processes that end with this one, however it ends.
 
-    spawn, not forkserver: the workers are then children of this process, so the kernel can end
-    them with it, and no fork server is left behind; not fork, which is unsafe with threads.
+    fork or spawn (`start_method`), never forkserver: the workers are then children of this
+    process, so the kernel can end them with it, and no fork server is left behind.
     """
     import multiprocessing  # only for inputs large enough to parse on every core
     from concurrent.futures import ProcessPoolExecutor
 
-    ctx = multiprocessing.get_context("spawn")
-    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_die_with_parent, initargs=(os.getpid(),))
+    ctx = multiprocessing.get_context(method)
+    init = _forked_worker if method == "fork" else _die_with_parent
+    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=init, initargs=(os.getpid(),))
 
 
 def _read_staged(reader: Reader, path: Path, options: ReadOptions) -> Iterator[_Staged | Skipped]:
     """Parse and stage an input's runs, on every core when the input is large enough to pay."""
     parts = reader.parts(path) if reader.parts else []
     workers = min(len(parts), os.cpu_count() or 1)
-    if workers < 2 or total_size(path) < parallel_min_bytes():
+    method = start_method() if workers >= 2 else "spawn"
+    if workers < 2 or total_size(path) < parallel_min_bytes(method):
         for parsed in reader.read(path, options):
             yield _stage(parsed, options)
         return
-    with worker_pool(workers) as pool:
+    with worker_pool(workers, method) as pool:
         # a bounded window of parts in flight: the workers stay busy while this process stages,
         # and parsed runs never pile up faster than they are written
         todo = iter(parts)
-        running = deque(pool.submit(_read_part, reader.name, part, options)
-                        for part in islice(todo, PARTS_IN_FLIGHT_PER_WORKER * workers))
+        with warnings.catch_warnings():
+            # Python 3.12+ warns of any fork in a process with native threads; those that
+            # `start_method` lets through are fork-safe (the first submit starts the workers)
+            warnings.filterwarnings("ignore", "This process .* is multi-threaded", DeprecationWarning)
+            running = deque(pool.submit(_read_part, reader.name, part, options)
+                            for part in islice(todo, PARTS_IN_FLIGHT_PER_WORKER * workers))
         try:
             while running:
                 done = running.popleft().result()
@@ -354,6 +399,8 @@ def _parsing(progress: bool):
     if progress:
         from tqdm import tqdm
 
+        # no monitor thread: a second thread would make forking workers unsafe (`start_method`)
+        tqdm.monitor_interval = 0
         bar = tqdm(unit="run", desc="ingest", leave=False, disable=None)  # silent when stderr is not a terminal
     # Parsing makes millions of small acyclic objects; the cycle collector would rescan them
     # over and over (a quarter of the CPU time on a 120 MB suite) and find nothing to free.

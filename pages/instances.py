@@ -51,7 +51,7 @@ listed = columns.words(rows.rename({"is_correct": "passed"}), "passed")
 # (tests/test_browser.py measures it); the output's start and the domain follow off to the right
 show_table(listed.select(*columns.INSTANCE_WIDTHS), name="instances", hide_index=True, height=260, key="rows",
            on_select=_open_clicked, selection_mode="single-row",
-           column_config=columns.instance_list_config())
+           column_config=columns.instance_list_config(columns.instance_widths(listed)))
 
 keys = list(dict.fromkeys(f"{d}:{i}" for d, i in rows.select("dataset", "instance_id").iter_rows()))
 linked = st.query_params.get("instance")

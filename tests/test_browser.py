@@ -419,6 +419,16 @@ FIT_JS = (Path(__file__).parent / "data" / "chart_fit.js").read_text()
 FIT_MODELS = [f"provider-{i}/a-rather-long-model-name-{i}b-instruct-v0.{i}" for i in range(5)]
 
 
+LONG_DATASET = "a-benchmark-with-a-long-name"
+# the width of a text in the data grid's font (14 px, the app's sans-serif), measured by the browser
+TEXT_WIDTH_JS = """(text) => {
+    const grid = document.querySelector("[data-testid='stDataFrame']");
+    const ctx = document.createElement("canvas").getContext("2d");
+    ctx.font = "14px " + getComputedStyle(grid).fontFamily;
+    return ctx.measureText(text).width;
+}"""
+
+
 @pytest.fixture(scope="module")
 def crowded_store(tmp_path_factory):
     """Five long-named models failing across all 18 ErrorAtlas error types on shared questions:
@@ -431,7 +441,7 @@ def crowded_store(tmp_path_factory):
     for m, model in enumerate(FIT_MODELS):
         for q in range(60):
             fails = (q + m) % 3 != 0
-            rows.append(dict(model=model, dataset="a-benchmark-with-a-long-name", domain=f"domain {q % 4}",
+            rows.append(dict(model=model, dataset=LONG_DATASET, domain=f"domain {q % 4}",
                              instance_id=f"q{q:03d}", is_correct=not fails,
                              **({"title": f"Model {m} misreads question {q} entirely",
                                  "category": _ERRORATLAS[(q * (m + 1)) % 18]} if fails else {})))
@@ -446,7 +456,9 @@ def test_pages_fit_the_window(crowded_store, tmp_path, width):
     no label is cut with an ellipsis, and the instances list's key columns are within the window."""
     from urllib.parse import urlencode
 
-    from ui.columns import INSTANCE_KEY_COLUMNS, INSTANCE_WIDTHS
+    import polars as pl
+
+    from ui.columns import INSTANCE_KEY_COLUMNS, INSTANCE_WIDTHS, instance_widths
 
     pages = ["/", "/signatures", "/signatures?measure=count", "/signatures?measure=per_100",
              f"/compare?{urlencode({'a': FIT_MODELS[0], 'b': FIT_MODELS[4]})}", "/slices", "/instances"]
@@ -481,3 +493,9 @@ def test_pages_fit_the_window(crowded_store, tmp_path, width):
         key_right = box["x"] + marker + sum(INSTANCE_WIDTHS[c] for c in INSTANCE_KEY_COLUMNS)
         assert key_right <= min(box["x"] + box["width"], width), (key_right, box, width)
         assert list(INSTANCE_WIDTHS)[:len(INSTANCE_KEY_COLUMNS)] == list(INSTANCE_KEY_COLUMNS)
+        # the long dataset name is drawn whole: its column (widened from the error title's room,
+        # so the total above holds) is wider than the name in the grid's own font
+        widths = instance_widths(pl.DataFrame({"dataset": [LONG_DATASET], "instance_id": ["q000"],
+                                               "model": FIT_MODELS}))
+        name_px = page.evaluate(TEXT_WIDTH_JS, LONG_DATASET)
+        assert widths["dataset"] >= name_px + 16 > INSTANCE_WIDTHS["dataset"], (widths, name_px)

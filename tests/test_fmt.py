@@ -133,6 +133,30 @@ def test_instance_view_prints_the_scale_from_its_bottom(tmp_db, monkeypatch):
     assert notes == ["Note: passed under the analysis threshold set for this view; as ingested it failed"]
 
 
+def test_a_long_dataset_name_widens_its_column_from_the_error_titles_room():
+    import polars as pl
+
+    from ui import columns
+
+    base = columns.INSTANCE_WIDTHS
+    short = pl.DataFrame({"dataset": ["mmlu"], "instance_id": ["id7"], "model": ["m"]})
+    assert columns.instance_widths(short) == base
+    assert columns.instance_widths(short.clear()) == base
+    # 28 characters: 28 * 7.5 + 20 = 230 px wanted, 90 px to give (error title 200 -> 110)
+    long = pl.DataFrame({"dataset": ["a-benchmark-with-a-long-name"], "instance_id": ["q000"],
+                         "model": ["provider-0/a-rather-long-model-name-0b-instruct-v0.0"]})
+    widths = columns.instance_widths(long)
+    assert (widths["dataset"], widths["error_title"], widths["model"]) == (220, 110, 150)
+    # 19 characters (163 px): the id and then the model get what is left
+    mid = pl.DataFrame({"dataset": ["GENERATED-repo-task"], "instance_id": ["django__django-11099"],
+                        "model": ["org/agent"]})
+    widths = columns.instance_widths(mid)
+    assert (widths["dataset"], widths["instance_id"], widths["error_title"]) == (163, 142, 110)
+    # the key columns keep their total, so they still fit a 1280 px window
+    for frame in (long, mid):
+        assert sum(columns.instance_widths(frame).values()) == sum(base.values())
+
+
 def test_a_store_from_before_018_gets_its_scores(tmp_db):
     import store
     from store.migrations import MIGRATIONS

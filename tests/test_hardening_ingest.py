@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import zipfile
 from pathlib import Path
@@ -306,23 +307,26 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux") or (os.cpu_count() or 1) < 2, reason="needs /proc and 2 cores")
-def test_kill_9_during_parallel_parsing_leaves_no_process(tmp_path):
+@pytest.mark.parametrize("start, helpers_expected", [("fork", 2), ("spawn", 3)])
+def test_kill_9_during_parallel_parsing_leaves_no_process(tmp_path, start, helpers_expected):
     suite = tmp_path / "suite"
     for r in range(24):
         helm_run(suite / f"run{r}", name=f"mmlu:subject=s{r},model=m_a", n=3000, text_words=60)
-    env = {**os.environ, "FAULTLINE_PARALLEL_MIN_BYTES": "1"}
+    env = {**os.environ, "FAULTLINE_PARALLEL_MIN_BYTES": "1", "FAULTLINE_WORKER_START": start}
     proc = subprocess.Popen([sys.executable, "-m", "ingest", str(suite), "--db", str(tmp_path / "x.duckdb")],
                             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60
-        helpers: set[int] = set()
+        family: set[int] = set()
         while time.monotonic() < deadline and proc.poll() is None:
-            family = _descendants(proc.pid)
-            helpers = {p for p in family if b"multiprocessing" in _cmdline(p)}
-            if len(helpers) >= 3:  # two workers and the resource tracker (and any fork server)
+            # forked: two workers; spawned: two workers and the resource tracker
+            family = set(_descendants(proc.pid))
+            if len(family) >= helpers_expected:
                 break
             time.sleep(0.02)
-        assert len(helpers) >= 3 and proc.poll() is None, "the ingest never parsed in parallel"
+        assert len(family) >= helpers_expected and proc.poll() is None, "the ingest never parsed in parallel"
+        spawned = sum(b"multiprocessing" in _cmdline(p) for p in family)
+        assert spawned >= 3 if start == "spawn" else spawned == 0
         time.sleep(0.5)  # let the workers get into the parsing
         family = _descendants(proc.pid)
         os.kill(proc.pid, signal.SIGKILL)
@@ -338,21 +342,25 @@ def test_kill_9_during_parallel_parsing_leaves_no_process(tmp_path):
 
 
 BUSY_PARENT = (
-    "import os, sys, time\nfrom ingest.load import worker_pool\npool = worker_pool(2)\n"
+    "import os, sys, time\nfrom ingest.load import worker_pool\npool = worker_pool(2, sys.argv[1])\n"
     "busy = [pool.submit(time.sleep, 120) for _ in range(2)]\ntime.sleep(3)\nprint('ready', flush=True)\n"
     "time.sleep(120)\n"
 )
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc")
-def test_a_busy_worker_dies_at_once_with_its_parent():
+@pytest.mark.parametrize("start", ["fork", "spawn"])
+def test_a_busy_worker_dies_at_once_with_its_parent(start):
     # a worker deep in a long parse never looks at its queue: only the kernel can stop it in time
-    proc = subprocess.Popen([sys.executable, "-c", BUSY_PARENT], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", BUSY_PARENT, start], cwd=ROOT, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline() == "ready\n"
         family = _descendants(proc.pid)
-        assert sum(b"spawn_main" in _cmdline(p) for p in family) == 2
-        assert sum(b"resource_tracker" in _cmdline(p) for p in family) == 1
+        if start == "spawn":
+            assert sum(b"spawn_main" in _cmdline(p) for p in family) == 2
+            assert sum(b"resource_tracker" in _cmdline(p) for p in family) == 1
+        else:  # forked workers are copies of the parent, with its command line; no resource tracker
+            assert len(family) == 2 and all(b"worker_pool(2, sys.argv[1])" in _cmdline(p) for p in family)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         deadline = time.monotonic() + 2
@@ -371,6 +379,30 @@ def test_parallel_threshold_is_configurable(monkeypatch):
     assert load.parallel_min_bytes() == 12345
     monkeypatch.delenv("FAULTLINE_PARALLEL_MIN_BYTES")
     assert load.parallel_min_bytes() == 256 * MiB
+    assert load.parallel_min_bytes("fork") == 16 * MiB
+
+
+def test_workers_fork_only_from_a_single_threaded_process(monkeypatch):
+    from ingest import load
+
+    monkeypatch.delenv("FAULTLINE_WORKER_START", raising=False)
+    expected = "fork" if sys.platform.startswith("linux") and threading.active_count() == 1 else "spawn"
+    assert load.start_method() == expected
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert load.start_method() == "spawn"  # a lock another thread holds would stay held in a fork
+        monkeypatch.setenv("FAULTLINE_WORKER_START", "fork")
+        assert load.start_method() == "spawn"  # asked for, but not safe here
+    finally:
+        stop.set()
+        other.join()
+    monkeypatch.setenv("FAULTLINE_WORKER_START", "spawn")
+    assert load.start_method() == "spawn"
+    monkeypatch.setenv("FAULTLINE_WORKER_START", "vfork")
+    with pytest.raises(IngestError, match="FAULTLINE_WORKER_START='vfork': expected fork or spawn"):
+        load.start_method()
 
 
 # ---------------------------------------------------------------- 12: zip bomb and huge texts

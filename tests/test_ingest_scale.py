@@ -130,7 +130,8 @@ def test_every_fixture_log_staged_in_chunks_stores_what_one_held_in_memory_does(
     assert staged.details() == held.details()
 
 
-def test_parallel_parsing_staged_in_chunks_stores_what_serial_parsing_does(tmp_path, monkeypatch):
+@pytest.mark.parametrize("start", ["fork", "spawn"])
+def test_parallel_parsing_staged_in_chunks_stores_what_serial_parsing_does(tmp_path, monkeypatch, start):
     suite = tmp_path / "suite"
     for r in range(7):
         helm_run(suite / f"run{r}", name=f"mmlu:subject=s{r},model=m_a", n=40, text_words=20)
@@ -138,6 +139,7 @@ def test_parallel_parsing_staged_in_chunks_stores_what_serial_parsing_does(tmp_p
     # test process may be whatever script ran last (an AppTest page)
     monkeypatch.setenv("FAULTLINE_INGEST_CHUNK_BYTES", "1")
     monkeypatch.setenv("FAULTLINE_PARALLEL_MIN_BYTES", "1")
+    monkeypatch.setenv("FAULTLINE_WORKER_START", start)
     parallel = run_module("ingest", suite, "--db", tmp_path / "parallel.duckdb")
     monkeypatch.setenv("FAULTLINE_PARALLEL_MIN_BYTES", str(10**12))
     serial = run_module("ingest", suite, "--db", tmp_path / "serial.duckdb")

@@ -314,9 +314,30 @@ def error_types_last(frame: pl.DataFrame) -> pl.DataFrame:
 INSTANCE_WIDTHS = {"dataset": 130, "instance_id": 85, "model": 150, "passed": 60, "category": 150,
                    "error_title": 200, "output": 400, "domain": 120}
 INSTANCE_KEY_COLUMNS = ("dataset", "instance_id", "model", "passed", "category", "error_title")
+# A name longer than its column takes room from the error title, which keeps at least this much
+# (the key columns' total stays what fits the window). Pixels per character of the grid's 14 px
+# font, rounded up for capitals and digits, and a cell's padding.
+ERROR_TITLE_MIN_PX = 110
+CHAR_PX = 7.5
+CELL_PAD_PX = 20
 
 
-def instance_list_config() -> dict:
+def instance_widths(rows: pl.DataFrame) -> dict[str, int]:
+    """INSTANCE_WIDTHS, with the dataset, then the id, then the model column widened to their
+    longest name in `rows` as far as the error title can give room."""
+    widths = dict(INSTANCE_WIDTHS)
+    spare = widths["error_title"] - ERROR_TITLE_MIN_PX
+    for column in ("dataset", "instance_id", "model"):
+        longest = rows[column].cast(pl.String).str.len_chars().max() if rows.height else None
+        need = int(longest * CHAR_PX + CELL_PAD_PX + 0.5) if longest else 0
+        grow = min(max(0, need - widths[column]), spare)
+        widths[column] += grow
+        widths["error_title"] -= grow
+        spare -= grow
+    return widths
+
+
+def instance_list_config(widths: dict[str, int]) -> dict:
     labels = {"category": "Category", "error_title": "Error title", "output": "Output (start)"}
     return {c: st.column_config.TextColumn(labels.get(c) or LABELS.get(c, c), width=width)
-            for c, width in INSTANCE_WIDTHS.items()}
+            for c, width in widths.items()}
