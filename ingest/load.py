@@ -228,23 +228,32 @@ def _read_staged(reader: Reader, path: Path, options: ReadOptions) -> Iterator[_
         for parsed in reader.read(path, options):
             yield _stage(parsed, options)
         return
+    from concurrent.futures.process import BrokenProcessPool  # with the pool: it costs start-up time
+
     with worker_pool(workers, method) as pool:
         # a bounded window of parts in flight: the workers stay busy while this process stages,
         # and parsed runs never pile up faster than they are written
         todo = iter(parts)
-        with warnings.catch_warnings():
-            # Python 3.12+ warns of any fork in a process with native threads; those that
-            # `start_method` lets through are fork-safe (the first submit starts the workers)
-            warnings.filterwarnings("ignore", "This process .* is multi-threaded", DeprecationWarning)
-            running = deque(pool.submit(_read_part, reader.name, part, options)
-                            for part in islice(todo, PARTS_IN_FLIGHT_PER_WORKER * workers))
+        running: deque = deque()
         try:
+            with warnings.catch_warnings():
+                # Python 3.12+ warns of any fork in a process with native threads; those that
+                # `start_method` lets through are fork-safe (the first submit starts the workers)
+                warnings.filterwarnings("ignore", "This process .* is multi-threaded", DeprecationWarning)
+                running.extend(pool.submit(_read_part, reader.name, part, options)
+                               for part in islice(todo, PARTS_IN_FLIGHT_PER_WORKER * workers))
             while running:
                 done = running.popleft().result()
                 for part in islice(todo, 1):
                     running.append(pool.submit(_read_part, reader.name, part, options))
                 yield from done
                 del done
+        except BrokenProcessPool:
+            # killed (the kernel's out-of-memory killer, a signal) or crashed in a library
+            raise IngestError(
+                f"{path}: a worker process parsing it ended abruptly (killed, or out of memory); nothing "
+                f"from this command was written. To parse in this process alone: {PARALLEL_ENV}=1000G"
+            ) from None
         finally:
             for future in running:
                 future.cancel()

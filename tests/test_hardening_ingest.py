@@ -341,6 +341,34 @@ def test_kill_9_during_parallel_parsing_leaves_no_process(tmp_path, start, helpe
             proc.kill()
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux") or (os.cpu_count() or 1) < 2, reason="needs /proc and 2 cores")
+def test_a_worker_killed_mid_parse_is_a_clear_error_and_writes_nothing(tmp_path):
+    suite = tmp_path / "suite"
+    for r in range(24):
+        helm_run(suite / f"run{r}", name=f"mmlu:subject=s{r},model=m_a", n=3000, text_words=60)
+    db = tmp_path / "x.duckdb"
+    env = {**os.environ, "FAULTLINE_PARALLEL_MIN_BYTES": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "ingest", str(suite), "--db", str(db)],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None and len(_descendants(proc.pid)) < 2:
+            time.sleep(0.02)
+        workers = _descendants(proc.pid)
+        assert len(workers) >= 2, "the ingest never parsed in parallel"
+        os.kill(min(workers), signal.SIGKILL)  # as the out-of-memory killer would
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 2, err
+    assert "Traceback" not in err
+    assert err.strip() == (f"error: {suite}: a worker process parsing it ended abruptly (killed, or out of memory); "
+                           "nothing from this command was written. To parse in this process alone: "
+                           "FAULTLINE_PARALLEL_MIN_BYTES=1000G")
+    assert not db.exists() or q(db, "SELECT count(*) FROM runs") == [(0,)]
+
+
 BUSY_PARENT = (
     "import os, sys, time\nfrom ingest.load import worker_pool\npool = worker_pool(2, sys.argv[1])\n"
     "busy = [pool.submit(time.sleep, 120) for _ in range(2)]\ntime.sleep(3)\nprint('ready', flush=True)\n"
