@@ -495,7 +495,6 @@ def test_pages_fit_the_window(crowded_store, tmp_path, width):
         assert list(INSTANCE_WIDTHS)[:len(INSTANCE_KEY_COLUMNS)] == list(INSTANCE_KEY_COLUMNS)
         # the long dataset name is drawn whole: its column (widened from the error title's room,
         # so the total above holds) is wider than the name in the grid's own font
-        widths = instance_widths(pl.DataFrame({"dataset": [LONG_DATASET], "instance_id": ["q000"],
-                                               "model": FIT_MODELS}))
+        widths = instance_widths(pl.DataFrame({"dataset": LONG_DATASET, "instance_id": "q000", "model": FIT_MODELS}))
         name_px = page.evaluate(TEXT_WIDTH_JS, LONG_DATASET)
         assert widths["dataset"] >= name_px + 16 > INSTANCE_WIDTHS["dataset"], (widths, name_px)
