@@ -45,9 +45,9 @@ if TYPE_CHECKING:
 
 # Below this much log data a process pool costs more than it saves. Spawned workers import
 # Faultline again (about a second of start-up) and pay from 256 MB; forked ones start in
-# milliseconds and pay from a few MB (the 283-run, 120 MB HELM suite: 1.75 s against 2.3 s
-# start-up included, on 2 cores; the 3-run mmlu-v1 fixture, 4 MB, gains nothing).
-PARALLEL_MIN_BYTES_DEFAULT = {"fork": 16 * 1024 * 1024, "spawn": 256 * 1024 * 1024}
+# milliseconds, and pay from about 32 MB (HELM runs on 2 cores, start-up included: 17 MB the
+# same either way, 34 MB 0.92-1.02 s against 0.95-1.06 s, 120 MB 1.8 s against 2.1 s).
+PARALLEL_MIN_BYTES_DEFAULT = {"fork": 32 * 1024 * 1024, "spawn": 256 * 1024 * 1024}
 PARALLEL_ENV = "FAULTLINE_PARALLEL_MIN_BYTES"
 START_ENV = "FAULTLINE_WORKER_START"
 # Parts (HELM runs) handed to the workers ahead of the one being staged, per worker.

@@ -407,7 +407,7 @@ def test_parallel_threshold_is_configurable(monkeypatch):
     assert load.parallel_min_bytes() == 12345
     monkeypatch.delenv("FAULTLINE_PARALLEL_MIN_BYTES")
     assert load.parallel_min_bytes() == 256 * MiB
-    assert load.parallel_min_bytes("fork") == 16 * MiB
+    assert load.parallel_min_bytes("fork") == 32 * MiB
 
 
 def test_workers_fork_only_from_a_single_threaded_process(monkeypatch):
