@@ -46,7 +46,7 @@ what = {"failed": "failed outcomes", "passed": "passed outcomes"}.get(verdicts, 
 st.caption(f"{fmt.plural(total, what[:-1] if total == 1 else what, what)}"
            + (f" (the first {rows.height:,} listed; narrow the filters or search)" if total > rows.height else "")
            + " — click a row to open its question.")
-listed = columns.words(rows.rename({"is_correct": "passed"}), "passed")
+listed = columns.unlabelled(columns.words(rows.rename({"is_correct": "passed"}), "passed"))
 # the columns a reader scans come first, each a fixed width, so at 1280 px all of them show
 # (tests/test_browser.py measures it); the output's start and the domain follow off to the right
 show_table(listed.select(*columns.INSTANCE_WIDTHS), name="instances", hide_index=True, height=260, key="rows",

@@ -347,6 +347,18 @@ def test_instances_read_only_hides_review(tmp_db, monkeypatch):
     assert not at.radio and not at.button
 
 
+def test_instances_list_says_what_has_no_label(tmp_db, monkeypatch):
+    seed(tmp_db, [dict(model="m/a", dataset="ds", instance_id="q1", is_correct=False, title="Says 4", category="Factual Error"),
+                  dict(model="m/a", dataset="ds", instance_id="q2", is_correct=False),
+                  dict(model="m/a", dataset="ds", instance_id="q3", is_correct=True)])
+    monkeypatch.setenv("FAULTLINE_DB", str(tmp_db))
+    failed = run_page("pages/instances.py").dataframe[0].value.sort_values("instance_id")
+    assert failed[["instance_id", "category", "error_title"]].values.tolist() == [
+        ["q1", "Factual Error", "Says 4"], ["q2", "not analysed", "–"]]
+    passed = run_page("pages/instances.py", outcome="passed").dataframe[0].value
+    assert passed[["instance_id", "category", "error_title"]].values.tolist() == [["q3", "–", "–"]]
+
+
 def test_instances_filters(labelled_mmlu):
     at = run_page("pages/instances.py", models=[A], outcome="failed", category="Factual Error")
     rows = at.dataframe[0].value

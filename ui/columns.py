@@ -301,6 +301,18 @@ def words(frame: pl.DataFrame, *flags: str) -> pl.DataFrame:
         for c in flags)
 
 
+def unlabelled(frame: pl.DataFrame) -> pl.DataFrame:
+    """An outcome's missing label in words (a grey "None" read like a category named None): a
+    failure no analysis has labelled says so; a pass, or an outcome without a verdict, has no
+    error to name. `passed` holds words already (`words`)."""
+    return frame.with_columns(
+        pl.when(pl.col("category").is_not_null()).then(pl.col("category"))
+        .when(pl.col("passed") == "no").then(pl.lit("not analysed"))
+        .otherwise(pl.lit("–")).alias("category"),
+        pl.col("error_title").fill_null("–"),
+    )
+
+
 def error_types_last(frame: pl.DataFrame) -> pl.DataFrame:
     """Rows by category: error types first (by name), then the labels that are not error types."""
     from taxonomy.catalog import NOT_ERROR_TYPES
