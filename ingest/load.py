@@ -223,8 +223,8 @@ def _read_staged(reader: Reader, path: Path, options: ReadOptions) -> Iterator[_
     """Parse and stage an input's runs, on every core when the input is large enough to pay."""
     parts = reader.parts(path) if reader.parts else []
     workers = min(len(parts), os.cpu_count() or 1)
-    method = start_method() if workers >= 2 else "spawn"
-    if workers < 2 or total_size(path) < parallel_min_bytes(method):
+    method = start_method() if workers >= 2 else None
+    if method is None or total_size(path) < parallel_min_bytes(method):
         for parsed in reader.read(path, options):
             yield _stage(parsed, options)
         return

@@ -338,14 +338,12 @@ def instance_widths(rows: pl.DataFrame) -> dict[str, int]:
     """INSTANCE_WIDTHS, with the dataset, then the id, then the model column widened to their
     longest name in `rows` as far as the error title can give room."""
     widths = dict(INSTANCE_WIDTHS)
-    spare = widths["error_title"] - ERROR_TITLE_MIN_PX
     for column in ("dataset", "instance_id", "model"):
         longest = rows[column].cast(pl.String).str.len_chars().max() if rows.height else None
         need = int(longest * CHAR_PX + CELL_PAD_PX + 0.5) if longest else 0
-        grow = min(max(0, need - widths[column]), spare)
+        grow = min(max(0, need - widths[column]), widths["error_title"] - ERROR_TITLE_MIN_PX)
         widths[column] += grow
         widths["error_title"] -= grow
-        spare -= grow
     return widths
 
 
