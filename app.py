@@ -10,7 +10,7 @@ from stats import fmt
 from store import queries as q
 from taxonomy.catalog import HARD
 from ui import charts, columns
-from ui.text import md
+from ui.text import md, visible
 from ui.tables import show_table
 
 ui.configure_page("app.py", "Faultline — why do these models fail?")
@@ -30,7 +30,7 @@ st.caption(f"Counts {scope} (every split). Formats: {md(inv['formats'] or '—')
            f"Infrastructure errors (kept apart from model failures): {fmt.count(inv['infra_errors'])}.")
 if opts["domains"]:
     with st.expander(f"{len(opts['domains'])} domains in the store"):
-        st.text(", ".join(opts["domains"]))
+        st.text(visible(", ".join(opts["domains"])))
 
 st.subheader("Results per model")
 acc = ui.load(stats.model_accuracy, **f.kwargs(), by="dataset")

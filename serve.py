@@ -5,8 +5,11 @@
 Streamlit's own `/_stcore/health` answers as long as the app process serves pages; it cannot
 know that the store the pages show is a copy whose refresh is stuck or failing (store/remote.py).
 `/healthz` does: 200 with `"status": "ok"`, or 503 with `"degraded"` (pages show the verified
-copy, but its refresh is stuck or failed) or `"unavailable"` (no verified copy yet), the reasons
-in `problems`. docs/hosting.md says which endpoint to give a load balancer and which to alert on.
+copy, but its refresh is stuck or failed, or the copy was last confirmed longer ago than
+FAULTLINE_REMOTE_TTL + FAULTLINE_REMOTE_TIMEOUT) or `"unavailable"` (no verified copy yet), the
+reasons in `problems`. A probe never waits, starts at most one fetch per FAULTLINE_REMOTE_TTL
+(probes in between answer from the last one), and its answer names no path of this server.
+docs/hosting.md says which endpoint to give a load balancer and which to alert on.
 """
 
 import streamlit as st
@@ -20,8 +23,12 @@ from store import remote
 def healthz(request) -> JSONResponse:
     # a plain function: Starlette runs it in a worker thread, off the event loop pages use
     spec = store.db_spec()
-    report = (remote.health(spec) if remote.is_remote(spec)
-              else {"status": "ok", "store": "a local file", "problems": []})
+    try:
+        report = (remote.health(spec) if remote.is_remote(spec)
+                  else {"status": "ok", "store": "a local file", "problems": []})
+    except store.FaultlineError as exc:  # a setting the pages cannot work with either (a TTL that is no number)
+        report = {"status": "unavailable", "store": remote.display(spec) if remote.is_remote(spec) else "a local file",
+                  "problems": [remote.no_paths(exc.message)]}
     return JSONResponse(report, status_code=200 if report["status"] == "ok" else 503,
                         headers={"Cache-Control": "no-store"})
 

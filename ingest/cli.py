@@ -9,6 +9,7 @@ from store.errors import FaultlineError
 
 from .errors import IngestError
 from .load import ingest_paths
+from .names import control_character, visible_output
 from .options import ReadOptions
 from .passfail import PassConfig
 from .registry import FORMATS
@@ -164,6 +165,20 @@ def export_main(argv: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # names and texts printed show invisible characters as <U+XXXX> (ingest/names.py)
+    with visible_output():
+        return _main(argv)
+
+
+def _check_name_flags(args) -> None:
+    """--model and --dataset name every run read: refused as a log's names are (ingest/names.py)."""
+    for flag, value in (("--model", args.model), ("--dataset", args.dataset)):
+        why = control_character(value) if value is not None else None
+        if why:
+            raise IngestError(f"{flag} {value!r} {why}")
+
+
+def _main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["export"]:
         return export_main(argv[1:])
@@ -192,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
             print(summary.line() + "; analysed offline. DEMO data: made-up models and answers. "
                   f"View it with: FAULTLINE_DB={summary.db} streamlit run app.py")
             return 0
+        _check_name_flags(args)
         options = ReadOptions(
             pass_config=PassConfig.build(args.pass_threshold, args.main_metric, args.config, args.scale),
             dataset=args.dataset,

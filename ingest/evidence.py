@@ -12,6 +12,7 @@ import json
 import math
 from typing import Any, Iterable
 
+from .numbers import number_or_none
 from .records import JudgeNote
 
 # Judge fields as LLM-judge annotators name them (HELM annotators, EEE, promptfoo): the written
@@ -81,12 +82,11 @@ def positive_int(value: Any) -> int | None:
     """A token count or limit as the log gives it (ints, floats like 168.0, numeric strings)."""
     if isinstance(value, bool):
         return None
+    if isinstance(value, int):
+        return value if value >= 0 else None  # float() of a 400-digit int would overflow
     if isinstance(value, str):
-        try:
-            value = float(value)
-        except ValueError:
-            return None
-    if isinstance(value, (int, float)) and math.isfinite(value) and value >= 0 and float(value).is_integer():
+        value = number_or_none(value)  # ASCII digits only
+    if isinstance(value, float) and math.isfinite(value) and value >= 0 and value.is_integer():
         return int(value)
     return None
 
@@ -96,12 +96,12 @@ def judge_score(value: Any) -> float | str | None:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):
-        return float(value) if math.isfinite(value) else None
+        number = number_or_none(value)  # None for an int too large for a float
+        return number if number is not None and math.isfinite(number) else None
     if isinstance(value, str):
         text = value.strip()
-        try:
-            number = float(text)
-        except ValueError:
+        number = number_or_none(text)  # ASCII digits only
+        if number is None:
             return text or None
         return number if math.isfinite(number) else text
     if value is None:

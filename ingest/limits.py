@@ -10,6 +10,7 @@ instance, the size and the setting that raises the cap. Nothing of that input is
 | FAULTLINE_MAX_ENTRY_BYTES       | 256 MiB | one file inside an archive, decompressed       |
 | FAULTLINE_MAX_TEXT_BYTES        | 32 MiB  | one text (an input, output, reference, ...)    |
 | FAULTLINE_MAX_FILE_BYTES        | 2 GiB   | one file read from disk (a log, a JSON file)   |
+| FAULTLINE_MAX_LINE_BYTES        | 64 MiB  | one line of a JSONL/CSV file (held whole)      |
 
 Values are bytes; a suffix K, M or G (powers of 1024) is accepted.
 """
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import IngestError
+from .numbers import NumberError, decimal_number, shown
 
 KiB, MiB, GiB = 1024, 1024**2, 1024**3
 ENV = {
@@ -29,20 +31,29 @@ ENV = {
     "entry_bytes": "FAULTLINE_MAX_ENTRY_BYTES",
     "text_bytes": "FAULTLINE_MAX_TEXT_BYTES",
     "file_bytes": "FAULTLINE_MAX_FILE_BYTES",
+    "line_bytes": "FAULTLINE_MAX_LINE_BYTES",
 }
 _CHUNK = 1 * MiB
 
 
+MAX_SIZE = 2**62  # more bytes than any machine holds; a bigger setting is a typing error
+
+
 def parse_size(name: str, raw: str) -> int:
+    """A size setting: a number in ASCII digits (ingest.numbers) with an optional K, M or G."""
     text = raw.strip().upper().removesuffix("B").removesuffix("I")
     scale = {"K": KiB, "M": MiB, "G": GiB}.get(text[-1:], 1)
     digits = text[:-1] if scale > 1 else text
     try:
-        value = int(float(digits) * scale)
-    except ValueError:
-        raise IngestError(f"{name}={raw!r}: expected a size in bytes, e.g. 268435456 or 256M") from None
+        number = decimal_number(digits, "")
+    except NumberError:
+        raise IngestError(f"{name}={shown(raw)}: expected a size in bytes, e.g. 268435456 or 256M") from None
+    if number * scale > MAX_SIZE:
+        raise IngestError(f"{name}={shown(raw)}: more than {MAX_SIZE // GiB:,} GiB; expected a size in bytes, "
+                          "e.g. 268435456 or 256M")
+    value = int(number * scale)
     if value <= 0:
-        raise IngestError(f"{name}={raw!r}: must be positive")
+        raise IngestError(f"{name}={shown(raw)}: must be positive")
     return value
 
 
@@ -59,6 +70,10 @@ class Limits:
     entry_bytes: int = 256 * MiB
     text_bytes: int = 32 * MiB
     file_bytes: int = 2 * GiB
+    # a line is parsed whole (no JSON line is streamed): bounded as what an Inspect sample member
+    # may be to be parsed whole (ingest/readers/inspect_stream.py STREAM_MEMBER_BYTES; larger
+    # members are streamed)
+    line_bytes: int = 64 * MiB
 
     @classmethod
     def from_env(cls) -> "Limits":

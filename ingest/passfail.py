@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from .errors import IngestError
+from .numbers import NumberError, decimal_number
 
 FALLBACK_METRICS = (
     "exact_match",
@@ -234,13 +235,11 @@ class PassConfig:
 
 
 def _number(value: Any, where: str) -> float:
+    """A flag's or config's number: ASCII digits only (ingest.numbers; float() takes "١" and "1_0")."""
     try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise IngestError(f"{where}: {value!r} is not a number") from None
-    if not math.isfinite(number):
-        raise IngestError(f"{where}: {value!r} is not a finite number")
-    return number
+        return decimal_number(value, "")
+    except NumberError as exc:
+        raise IngestError(f"{where}: {exc.message}") from None
 
 
 def _scale(pair: tuple[float, float], where: str) -> tuple[float, float]:

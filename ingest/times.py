@@ -12,6 +12,8 @@ import re
 from datetime import datetime, timezone
 from typing import Any
 
+from .numbers import number_or_none
+
 # lm-eval names its files with the local time, ':' replaced by '-' (2025-09-09T13-31-53.431753)
 _DASHED = re.compile(r"^(\d{4}-\d{2}-\d{2})[T ](\d{2})-(\d{2})-(\d{2}(?:\.\d+)?)$")
 # epochs in seconds between 2001 and 2100: a bigger number is in milliseconds
@@ -28,10 +30,9 @@ def log_time(value: Any) -> datetime | None:
         text = value.strip()
         if not text:
             return None
-        try:
-            return log_time(float(text))
-        except ValueError:
-            pass
+        number = number_or_none(text)  # ASCII digits only: float() also reads "١٧٠٠٠٠٠٠٠٠"
+        if number is not None:
+            return log_time(number)
         dashed = _DASHED.match(text)
         if dashed:
             text = f"{dashed[1]}T{dashed[2]}:{dashed[3]}:{dashed[4]}"
@@ -40,6 +41,8 @@ def log_time(value: Any) -> datetime | None:
         except ValueError:
             return None
         return parsed.astimezone(timezone.utc).replace(tzinfo=None) if parsed.tzinfo else parsed
+    if isinstance(value, int) and value > 1e15:
+        return None  # far past any epoch in milliseconds (and a 400-digit one would not divide)
     if isinstance(value, (int, float)) and math.isfinite(value) and value > 0:
         seconds = value / 1000 if value > _EPOCH_SECONDS[1] else value
         if not _EPOCH_SECONDS[0] <= seconds <= _EPOCH_SECONDS[1]:

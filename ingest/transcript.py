@@ -20,6 +20,7 @@ import pyarrow as pa
 from pydantic import TypeAdapter, ValidationError
 
 from .errors import IngestError
+from .numbers import NumberError, shown, whole_number
 from .evidence import positive_int
 from .records import STEP_KINDS, StepRecord
 
@@ -63,9 +64,9 @@ def step_text_cap() -> int:
     if not raw:
         return STEP_TEXT_CHARS_DEFAULT
     try:
-        value = int(raw)
-    except ValueError:
-        raise IngestError(f"{STEP_TEXT_ENV}={raw!r}: expected a number of characters, e.g. 20000") from None
+        value = whole_number(raw, "")
+    except NumberError:
+        raise IngestError(f"{STEP_TEXT_ENV}={shown(raw)}: expected a number of characters, e.g. 20000") from None
     if value <= 0:
         raise IngestError(f"{STEP_TEXT_ENV}={raw!r}: must be positive")
     return value

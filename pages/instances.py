@@ -9,7 +9,7 @@ import ui
 from store import FaultlineError, analysis as sa, queries as q, transcripts
 from stats import fmt
 from ui import agreement, columns, evidence, outcome, review, transcript
-from ui.text import clip, cut_note, md, show
+from ui.text import clip, cut_note, md, show, visible, visible_data
 from ui.urlstate import warn_unknown
 from ui.tables import show_table
 
@@ -89,7 +89,7 @@ st.subheader("Input")
 if first["input_text"]:
     show(first["input_text"])
 else:
-    st.json(first["input_messages"])
+    st.json(visible_data(first["input_messages"]))
 refs = first["refs"] or []
 if first["choices"] and not refs:
     show_table([{"option": k, "text": v} for k, v in first["choices"].items()], name="options", hide_index=True)
@@ -146,12 +146,12 @@ for col, row in zip(st.columns(len(detail)), detail):
                     if c.get("evidence"):
                         st.caption("evidence " + (f"(verified: it occurs verbatim in {where})" if found else
                                                   f"(UNVERIFIED: not in {where} verbatim; the analyst paraphrased)"))
-                        st.code(clip(c["evidence"], 2000)[0], language=None, wrap_lines=True)
+                        st.code(visible(clip(c["evidence"], 2000)[0]), language=None, wrap_lines=True)
                     if c.get("comment"):
                         show(c["comment"], 4000)
             if not criteria and raw_criteria:
                 st.caption("Analysis details (no stage-1 criteria):")
-                st.json(raw_criteria, expanded=False)
+                st.json(visible_data(raw_criteria), expanded=False)
             try:
                 review.panel(row, relabel_choices)
             except FaultlineError as exc:

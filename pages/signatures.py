@@ -10,6 +10,7 @@ from stats import fmt
 from store import queries as q
 from ui import agents, charts, columns
 from ui.tables import show_table
+from ui.text import visible
 
 ui.configure_page("pages/signatures.py", "Failure signatures")
 ui.require_data()
@@ -42,7 +43,7 @@ else:
 
     st.caption("Click a cell, or pick one here, to open those failures.")
     left, right = st.columns(2)
-    model = left.selectbox("Model", sorted(set(sig["model"])), index=None, key="cell_model")
+    model = left.selectbox("Model", sorted(set(sig["model"])), index=None, key="cell_model", format_func=visible)
     category = right.selectbox("Category", sorted(set(sig["category"])), index=None, key="cell_category")
     if picked:
         model, category = picked[0]["model"], picked[0]["category"]

@@ -9,6 +9,7 @@ import ui
 from ui import charts, columns
 from ui.urlstate import seed_one, warn_unknown
 from ui.tables import show_table
+from ui.text import visible
 
 ui.configure_page("pages/slices.py", "Slices: where each error type concentrates")
 ui.require_data()
@@ -22,7 +23,7 @@ models = sorted(set().union(*(set(sl["model"]) for sl in slices.values())))
 # one model at a time: side-by-side panels of 57 subjects × 20 categories were unreadable, and
 # drawing every model's heatmaps (as tabs do) costs seconds at ten models
 warn_unknown("model", "model", models)
-model = st.selectbox("Model", models, **seed_one("model", models, models[0])) if models else None
+model = st.selectbox("Model", models, format_func=visible, **seed_one("model", models, models[0])) if models else None
 ui.offline_caveat(analyst)
 for by, label in (("dataset", "By dataset"), ("domain", "By domain (e.g. MMLU subject)")):
     st.subheader(label)

@@ -11,7 +11,7 @@ import streamlit as st
 import ui
 from store import queries as q
 from ui import agreement, columns, suspects
-from ui.text import md
+from ui.text import md, visible_data
 from ui.urlstate import warn_unknown
 from ui.tables import show_table
 
@@ -32,7 +32,7 @@ for tax in taxonomies:
             show_table(cats, name=f"taxonomy-{tax['taxonomy_version']}", hide_index=True,
                        column_config={"name": "Category", "description": "Description"})
         else:
-            st.json(cats)
+            st.json(visible_data(cats))
 
 if analyst is None:
     ui.no_analyses()

@@ -16,6 +16,7 @@ from typing import Callable
 import duckdb
 
 import store
+from ingest.numbers import NumberError, shown, whole_number
 from store import FaultlineError
 from store import agreement as sa
 from store import analysis as store_analysis
@@ -114,12 +115,15 @@ def _analyst(con, analyst, models=None, datasets=None, domains=None, split=q.MAI
 
 
 def _offset(cursor: str | None) -> int:
+    """The rows a cursor skips: ASCII digits only (`"²".isdigit()` is True, `int("²")` raises;
+    `int("٣")` is 3; 5,000 digits raise), read by ingest.numbers like every number given as text."""
     if cursor in (None, ""):
         return 0
-    if not str(cursor).isdigit():
-        raise AgentError(f"cursor {cursor!r} is not one this server gave: pass the page's next_cursor "
-                         "(a number of rows to skip), or leave it out for the first page")
-    return int(cursor)
+    try:
+        return whole_number(cursor, "cursor")
+    except NumberError:
+        raise AgentError(f"cursor {shown(cursor)} is not one this server gave: pass the page's next_cursor "
+                         "(a number of rows to skip), or leave it out for the first page") from None
 
 
 def _filters(models=None, datasets=None, domains=None, split=q.MAIN_SPLIT, analyst=None) -> dict:

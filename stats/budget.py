@@ -28,6 +28,8 @@ import json
 import math
 from dataclasses import dataclass, field
 
+from ingest.names import json_visible
+
 # the estimate in units: an ASCII character 1, a digit 2, any other character 3
 UNITS_PER_TOKEN = 3
 DEFAULT_TOKENS = 10_000
@@ -65,7 +67,9 @@ def plain(value):
 
 def dumps(value) -> str:
     """Compact JSON, non-ASCII kept as is (an escape costs a model more tokens than the letter)."""
-    return json.dumps(plain(value), ensure_ascii=False, separators=(",", ":"))
+    # invisible characters (Cf) as \u escapes: the same strings to a JSON reader, nothing hidden
+    # or reordered where an agent's client shows the answer
+    return json_visible(json.dumps(plain(value), ensure_ascii=False, separators=(",", ":")))
 
 
 class Clipper:

@@ -11,6 +11,8 @@ from pathlib import Path
 import duckdb
 
 import store
+from ingest.names import json_visible, visible_output
+from ingest.numbers import arg_type, whole_number
 from store import FaultlineError
 from store import queries as q
 
@@ -69,11 +71,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     m = sub.add_parser("mcp", help="serve the store read-only to agents over MCP (docs/mcp.md)")
     m.add_argument("--db", help="database file (default: $FAULTLINE_DB, else data/faultline.duckdb)")
-    m.add_argument("--http", type=int, metavar="PORT",
+    m.add_argument("--http", type=arg_type(whole_number, low=1, high=65535, what="a port number"), metavar="PORT",
                    help="serve over streamable HTTP on 127.0.0.1:PORT (path /mcp) instead of stdio")
     m.add_argument("--base-url", help="the dashboard's address in the answers' links (default: "
                                       "$FAULTLINE_BASE_URL, else http://localhost:8501)")
-    m.add_argument("--answer-tokens", type=int, default=10_000, metavar="N",
+    m.add_argument("--answer-tokens", type=arg_type(whole_number, low=1, what="a number of tokens"), default=10_000,
+                   metavar="N",
                    help="bound on every answer's size in estimated tokens (docs/mcp.md; default 10000)")
     return p
 
@@ -105,7 +108,7 @@ def _accuracy(args) -> int:
                              split=args.split, thresholds=thresholds)
     rows = accuracy_rows(acc)
     if args.json:
-        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        print(json_visible(json.dumps(rows, indent=2, ensure_ascii=False)))
     else:
         _table(["model", "dataset", "split", "n", "harness's number", "95% CI", "interval",
                 "failures under the analysis threshold"],
@@ -174,7 +177,7 @@ def _compare(args) -> int:
                          thresholds=thresholds, unpaired=args.unpaired)
         agents = agent_compare(con, result.a, result.b, result.analyst, args.datasets, args.domains, args.split)
     if args.json:
-        print(json.dumps(compare_json(result, agents), indent=2, ensure_ascii=False))
+        print(json_visible(json.dumps(compare_json(result, agents), indent=2, ensure_ascii=False)))
     else:
         _print_table(result)
         for line in agent_lines(agents) if agents else []:
@@ -218,6 +221,14 @@ def _mcp(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "mcp":  # its stdout is the protocol's; its answers escape themselves (budget.dumps)
+        return _run(args)
+    # names and texts printed show invisible characters as <U+XXXX> (ingest/names.py)
+    with visible_output():
+        return _run(args)
+
+
+def _run(args) -> int:
     try:
         return {"accuracy": _accuracy, "compare": _compare, "report": _report, "mcp": _mcp}[args.command](args)
     except FaultlineError as exc:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from ingest.numbers import NumberError, decimal_number, shown
 from ingest.passfail import RELATIVE_THRESHOLD, is_binary_rule, lookup
 from store import queries as q
 
@@ -119,11 +120,11 @@ def parse_thresholds(items) -> dict[str, float]:
     for item in items or ():
         name, sep, value = item.rpartition("=") if "=" in item else item.rpartition(":")
         try:
-            line = float(value)
-        except ValueError:
+            line = decimal_number(value, "")  # ASCII digits only: float() takes "١" and "1_0"
+        except NumberError:
             line = math.nan
         if not sep or not name or not math.isfinite(line):
-            raise ValueError(f"{item!r}: expected DATASET=X with X a number, e.g. aci_bench=4.2")
+            raise ValueError(f"{shown(item)}: expected DATASET=X with X a number, e.g. aci_bench=4.2")
         out[name] = line
     return out
 

@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 import polars as pl
 from tqdm import tqdm
 
+from ingest.names import visible
 from store import FaultlineError
 from store import queries as q
 
@@ -41,7 +42,8 @@ EXCERPT_CHARS = 1200
 
 
 def _e(v) -> str:
-    return html.escape(str(v))
+    # invisible and direction-changing characters as <U+XXXX>: a report shows text, never hides it
+    return html.escape(visible(str(v)))
 
 
 def _table(header: list[str], rows: list[list], styles: list[list[str]] | None = None) -> str:

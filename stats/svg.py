@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from html import escape
 
+from ingest.names import visible
+
 from .fmt import pct as fmt_pct, score as fmt_score, signed_pct as fmt_signed
 
 RED = (214, 39, 40)
@@ -15,7 +17,7 @@ ROUND_SPANS = (0.1, 0.2, 0.4, 0.5, 0.6, 0.8, 1.0)
 
 
 def _t(v) -> str:
-    return escape(str(v), quote=True)
+    return escape(visible(str(v)), quote=True)
 
 
 def _short(label: str, limit: int = 38) -> str:

@@ -208,4 +208,4 @@ def discovery_rows(con: duckdb.DuckDBPyConnection, analyst: str, category: str |
 
 def taxonomy_categories(con: duckdb.DuckDBPyConnection, version: str) -> tuple[str, str] | None:
     """(name, categories JSON) of a recorded taxonomy version."""
-    return con.execute("SELECT name, categories FROM taxonomies WHERE taxonomy_version = ?", [version]).fetchone()
+    return next(iter(con.execute("SELECT name, categories FROM taxonomies WHERE taxonomy_version = ?", [version]).fetchall()), None)

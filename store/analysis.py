@@ -257,7 +257,7 @@ def classifications_of(con: duckdb.DuckDBPyConnection, taxonomy_version: str, cl
 
 def recorded_taxonomy(con: duckdb.DuckDBPyConnection, version: str) -> str | None:
     """The categories JSON stored for a taxonomy version, or None when it was never used."""
-    row = con.execute("SELECT categories FROM taxonomies WHERE taxonomy_version = ?", [version]).fetchone()
+    row = next(iter(con.execute("SELECT categories FROM taxonomies WHERE taxonomy_version = ?", [version]).fetchall()), None)
     return row[0] if row else None
 
 

@@ -54,7 +54,7 @@ def save_collection(con: duckdb.DuckDBPyConnection, submission_id: str, batch_id
     another process collected it first (nothing is written twice)."""
     con.execute("BEGIN")
     try:
-        status = con.execute("SELECT status FROM llm_batches WHERE submission_id = ?", [submission_id]).fetchone()
+        status = next(iter(con.execute("SELECT status FROM llm_batches WHERE submission_id = ?", [submission_id]).fetchall()), None)
         if status is None or status[0] == COLLECTED:
             con.execute("ROLLBACK")
             return False

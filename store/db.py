@@ -19,6 +19,8 @@ import atexit
 import contextlib
 import os
 import random
+import stat
+import sys
 import threading
 import time
 from pathlib import Path
@@ -33,8 +35,8 @@ except ImportError:  # not POSIX: writers cannot announce themselves, so readers
 
 from . import remote, trust
 from .errors import EmptyStoreError, OutdatedStoreError, StoreError
-from .migrations import MIGRATIONS, migrate, refuse_newer
-from .writes import write_failure
+from .migrations import MIGRATIONS, migrate
+from .writes import transaction, write_failure
 
 DEFAULT_DB = Path(__file__).resolve().parent.parent / "data" / "faultline.duckdb"
 ENV_VAR = "FAULTLINE_DB"
@@ -110,6 +112,25 @@ def _open(path: Path, read_only: bool, timeout: float, **access) -> duckdb.DuckD
         delay = min(delay * 1.6, 0.1)
 
 
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def refuse_irregular(path: Path) -> None:
+    """StoreError unless the store (and its WAL, when there is one) is a regular file: DuckDB
+    would wait forever on a named pipe and read a device to no end."""
+    for p in (path, path.with_name(path.name + ".wal")):
+        try:
+            mode = os.stat(p).st_mode
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise StoreError(f"{p}: cannot look at the store file: {exc.strerror or exc}") from None
+        if not stat.S_ISREG(mode):
+            kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+            raise StoreError(f"{p}: {kind}, not a store file; give the path of a DuckDB file (--db)")
+
+
 def _first_line(exc: Exception) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
@@ -133,23 +154,38 @@ def is_duckdb_file(path: Path) -> bool:
         return False
 
 
-def _trusted(con: duckdb.DuckDBPyConnection, path: Path) -> list[str]:
+def _trusted(con: duckdb.DuckDBPyConnection, path: Path, writable: bool = False) -> list[str]:
     """The migrations the store records, once its schema is known to be Faultline's own: a store
     a newer Faultline wrote, or one whose views, macros or tables differ from what those
-    migrations create, is refused before anything reads it (store/trust.py)."""
+    migrations create, is refused before anything reads it (store/trust.py). Staging views a
+    killed ingest of an earlier Faultline left are removed by a writer, and said."""
     state = trust.file_state(path)  # taken while this connection holds the file
     known = trust.checked(state)
     if known is not None:
         return list(known)
-    tables = {r[0] for r in con.execute(
-        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
-        "AND schema_name = 'main' AND table_name = 'schema_migrations'").fetchall()}
-    applied = ([r[0] for r in con.execute("SELECT name FROM schema_migrations ORDER BY id").fetchall()]
-               if tables else [])
-    refuse_newer(applied, str(path))
-    trust.check_catalog(con, str(path), applied)
+    applied = trust.trusted_migrations(con, str(path))
+    if left := trust.staging_leftovers(con):
+        if writable:
+            with transaction(con):
+                for name in left:
+                    con.execute(f"DROP VIEW main.{name}")
+            state = trust.file_state(path)
+        _note(f"{path}: an ingest killed while it wrote left {len(left)} staging view(s) in the store "
+              f"({', '.join(left)}); " + ("removed them (the store's data is as its last complete write left it)"
+                                         if writable else "they are never read, and the next command that "
+                                         "writes to the store removes them"))
     trust.remember(state, applied)
     return applied
+
+
+def _note(message: str) -> None:
+    """Say on stderr, once per process and message, what a user should know about the store."""
+    if message not in _noted:
+        _noted.add(message)
+        print(f"note: {message}", file=sys.stderr)
+
+
+_noted: set[str] = set()
 
 
 def _check_ready(con: duckdb.DuckDBPyConnection, path: Path) -> None:
@@ -201,6 +237,7 @@ def read_connection(db: str | os.PathLike | None = None, timeout: float = LOCK_T
     path = resolve_db_path(db)
     if not path.exists():
         raise EmptyStoreError(f"{path}: no database here yet; load logs with `python -m ingest PATH`")
+    refuse_irregular(path)
     try:
         con, done = _connect(path, timeout, linger)
     except OutdatedStoreError:
@@ -393,13 +430,14 @@ def _writing(path: Path, timeout: float, **access) -> Iterator[tuple[duckdb.Duck
     `trust.connect` takes besides the store)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        refuse_irregular(path)
         with _announce_writer(path):
             # this process's own lingering reader would keep the file open the other way
             _READERS.release()
             con = _open(path, read_only=False, timeout=timeout, **access)
             wrote = False
             try:
-                _trusted(con, path)
+                _trusted(con, path, writable=True)
                 yield con, migrate(con)
                 wrote = True
             finally:

@@ -158,22 +158,16 @@ def _readable(path: Path, work: Path, remarks: list[str]) -> Path | None:
             raise StoreError(f"{path}: another process is writing this store; merge it when that has finished") from None
         raise StoreError(f"{path}: not a DuckDB database ({str(exc).splitlines()[0]})") from None
     try:
-        tables = {r[0] for r in con.execute(
-            "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()").fetchall()}
-        objects = trust.catalog(con, con.execute("SELECT current_database()").fetchone()[0])
+        objects = trust.catalog(con, trust.current_database(con))
         if not objects:
             remarks.append(f"{path}: empty store, nothing to merge")
             return None
-        if "schema_migrations" not in tables:
+        if ("table", "main", "schema_migrations") not in objects:
             raise StoreError(f"{path}: a DuckDB database, but not a Faultline store (no schema_migrations table)")
-        done = [r[0] for r in con.execute("SELECT name FROM schema_migrations ORDER BY id").fetchall()]
-        known = [name for name, _ in MIGRATIONS]
-        newer = [n for n in done if n not in known]
-        if newer:
-            raise StoreError(f"{path}: made by a newer Faultline (migrations {', '.join(newer)}); upgrade Faultline to merge it")
-        trust.check_catalog(con, str(path), done)
+        done = trust.trusted_migrations(con, str(path))
     finally:
         con.close()
+    known = [name for name, _ in MIGRATIONS]
     missing = [n for n in known if n not in done]
     if not missing:
         return path
@@ -186,8 +180,7 @@ def _readable(path: Path, work: Path, remarks: list[str]) -> Path | None:
     con = trust.connect(str(copy), read_only=False)
     try:
         # checked again on the copy: the store may have changed while it was copied
-        again = [r[0] for r in con.execute("SELECT name FROM schema_migrations ORDER BY id").fetchall()]
-        trust.check_catalog(con, str(path), again)
+        trust.trusted_migrations(con, str(path))
         migrate(con)
     finally:
         con.close()
@@ -198,7 +191,8 @@ def _readable(path: Path, work: Path, remarks: list[str]) -> Path | None:
 
 def _check_rules(con: duckdb.DuckDBPyConnection) -> None:
     tables = {r[0] for r in con.execute(
-        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()").fetchall()}
+        "SELECT table_name FROM system.main.duckdb_tables() "
+        "WHERE database_name = system.main.current_database()").fetchall()}
     unknown = sorted(tables - set(RULES))
     if unknown:
         raise StoreError(f"merge does not know how to combine table(s) {', '.join(unknown)}; "
@@ -207,7 +201,8 @@ def _check_rules(con: duckdb.DuckDBPyConnection) -> None:
 
 def _columns(con: duckdb.DuckDBPyConnection, table: str, leave_out: tuple[str, ...] = ()) -> list[str]:
     rows = con.execute(
-        "SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() AND table_name = ? "
+        "SELECT column_name FROM system.main.duckdb_columns() "
+        "WHERE database_name = system.main.current_database() AND table_name = ? "
         "ORDER BY column_index", [table]).fetchall()
     return [r[0] for r in rows if r[0] not in leave_out]
 
@@ -244,7 +239,7 @@ def _merge_runs(con, src: str, path: Path, target: Path, origin: dict[tuple[str,
                 f"SELECT run_id FROM {src}.runs WHERE run_id IN (SELECT run_id FROM runs)")
     present = [r[0] for r in con.execute("SELECT run_id FROM _present ORDER BY run_id").fetchall()]
     for run_id, differs in sorted(_differences(con, src).items()):
-        name = con.execute(f"SELECT run_name FROM {src}.runs WHERE run_id = ?", [run_id]).fetchone()[0]
+        name = con.execute(f"SELECT run_name FROM {src}.runs WHERE run_id = ?", [run_id]).fetchall()[0][0]
         raise StoreError(
             f"run {name!r} ({run_id}) is in {origin.get(('run', run_id), target)} and in {path} with different "
             f"{' and '.join(differs)}: it was ingested differently (another version of the log, or other "

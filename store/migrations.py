@@ -6,16 +6,22 @@ the resulting schema and tests/test_docs_schema.py keeps the two in step.
 
 from __future__ import annotations
 
+import re
 from typing import Callable
 
 import duckdb
 
 from .errors import StoreError
-from .trust import SCHEMA_MIGRATIONS_DDL
 from .writes import transaction
+
+SCHEMA_MIGRATIONS_DDL = (
+    "CREATE TABLE schema_migrations ("
+    " id INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)"
+)
 
 
 Finish = Callable[[duckdb.DuckDBPyConnection], None]
+_MIGRATION_NAME = re.compile(r"[0-9]{3}_[a-z0-9_]{1,60}")
 
 
 def _reruns_and_model_identity(con: duckdb.DuckDBPyConnection) -> Finish:
@@ -574,8 +580,11 @@ def refuse_newer(done: list[str], where: str = "the database") -> None:
     known = {name for name, _ in MIGRATIONS}
     unknown = [n for n in done if n not in known]
     if unknown:
+        # the names are the store's data: only a plain migration name is repeated
+        shown = [n if _MIGRATION_NAME.fullmatch(str(n)) else "<not a migration name>" for n in unknown[:5]]
+        more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
         raise StoreError(
-            f"{where} has migrations this Faultline does not know ({', '.join(unknown)}): a newer "
+            f"{where} has migrations this Faultline does not know ({', '.join(shown)}{more}): a newer "
             "Faultline wrote it; upgrade Faultline"
         )
 

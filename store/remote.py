@@ -23,18 +23,27 @@ no file to download: its extension is the only way in, and when it cannot load t
 so.
 
 Credentials come only from the environment (on Streamlit Community Cloud top-level secrets are
-exported as environment variables): they are sent, never stored, and URLs are shown without
-their query string (a presigned URL's signature) or user info.
+exported as environment variables): they are sent to the store's own origin only, never stored,
+and URLs are shown without their query string (a presigned URL's signature) or user info. The
+store's server is untrusted too: a redirect is followed only to the store's host, a host of its
+service or one FAULTLINE_REDIRECT_HOSTS lists, and never to an address that is not public
+(`redirect_refusal`, `_connect`); `/healthz` (`health`) starts at most one fetch per TTL and names
+no server path.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import hmac
 import http.client
+import ipaddress
 import json
 import os
+import re
+import socket
+import string
 import sys
 import tempfile
 import threading
@@ -45,7 +54,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import quote, urljoin, urlsplit, urlunsplit
 
 import duckdb
 
@@ -205,19 +214,330 @@ def sigv4_headers(method: str, url: str, access_key: str, secret_key: str, token
     return out
 
 
-class _NoAuthAcrossHosts(urllib.request.HTTPRedirectHandler):
-    """Follow redirects (the Hub sends files from a CDN), never carrying a credential to another host."""
+# ------------------------------------------------------------------ redirects: where a fetch may go
+#
+# A store's server is untrusted too: its redirect could send the fetch to the host's own services
+# (127.0.0.2, a cloud's metadata address 169.254.169.254, a private 10.x server), whose answer
+# would then be read and quoted. So `_open` follows a redirect itself, one hop at a time, and only
+# to the store's own host, a host the user allows (FAULTLINE_REDIRECT_HOSTS) or one the store's
+# service is known to send files from (`redirect_refusal`); and a hop after a redirect connects
+# only to an address that is public or the store host's own, checked on the address actually
+# connected to (`_connect`: resolved once, then that exact address, the name kept for Host and
+# TLS). A refusal names the host and why, never a byte of the answer.
 
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
-        new = super().redirect_request(req, fp, code, msg, headers, newurl)
-        if new is not None and urlsplit(newurl).netloc != urlsplit(req.full_url).netloc:
-            for name in list(new.headers):
-                if name.lower() in ("authorization", "x-amz-security-token"):
-                    del new.headers[name]
-        return new
+REDIRECT_HOSTS_ENV = "FAULTLINE_REDIRECT_HOSTS"
+MAX_REDIRECTS = 10
+MAX_REPEATS = 4  # the same address this often is a loop (as urllib counts)
+_REDIRECTS = (301, 302, 303, 307, 308)
+# what a request carries to another origin than the store's (never a credential, nor the store's
+# Host or signature): the revalidation and S3's checksum request
+_CARRIED = ("if-none-match", "if-modified-since", "x-amz-checksum-mode")
+# The Hugging Face Hub answers a `resolve` URL of a file kept in LFS or Xet with a redirect to its
+# CDN: the Hub's hosts, its LFS hosts (lfsDomains of https://huggingface.co/.well-known/meta.json),
+# the Xet bridge, and the CDN's regional hosts (cdnDomains there: aws.cdn.hf.co, us.gcp.cdn.hf.co, ...)
+HF_HOSTS = frozenset({
+    "huggingface.co", "hf.co",
+    "cdn-lfs.huggingface.co", "cdn-lfs-us-1.huggingface.co", "cdn-lfs-eu-1.huggingface.co",
+    "cdn-lfs.hf.co", "cdn-lfs-us-1.hf.co", "cdn-lfs-eu-1.hf.co",
+    "cas-bridge.xethub.hf.co", "transfer.xethub.hf.co", "transfer.xethub-eu.hf.co",
+})
+HF_CDN_SUFFIX = ".cdn.hf.co"
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
 
 
-_OPENER = urllib.request.build_opener(_NoAuthAcrossHosts)
+class RedirectRefused(Exception):
+    """A redirect a fetch did not follow: `reason` names the host and why, quoting nothing else."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _host(url: str) -> str | None:
+    """The host name of `url`, lower case, without a final dot; None when it is not a valid one
+    (then it is never shown: it is text of the server's answer)."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (raises on a port that is not a number)
+        host = (parts.hostname or "").rstrip(".")
+    except ValueError:
+        return None
+    if _ip(host) is not None:
+        return host
+    label = r"[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?"
+    if len(host) <= 253 and re.fullmatch(rf"{label}(\.{label})*", host):
+        return host
+    return None
+
+
+def _ip(text: str):
+    try:
+        return ipaddress.ip_address(text.split("%", 1)[0])
+    except ValueError:
+        return None
+
+
+def _port(parts) -> int:
+    return parts.port or (443 if parts.scheme == "https" else 80)
+
+
+def _origin(url: str) -> tuple[str, str | None, int]:
+    parts = urlsplit(url)
+    return parts.scheme, _host(url), _port(parts)
+
+
+def redirect_hosts() -> list[str]:
+    """The hosts FAULTLINE_REDIRECT_HOSTS allows (comma-separated names; `*.example.com`: its subdomains)."""
+    return [h.strip().lower().rstrip(".") for h in os.environ.get(REDIRECT_HOSTS_ENV, "").split(",") if h.strip()]
+
+
+def _listed(host: str, entries: list[str]) -> bool:
+    return any(host == e or (e.startswith("*.") and host.endswith(e[1:])) for e in entries)
+
+
+def _is_s3_endpoint(host: str | None) -> bool:
+    """An Amazon S3 endpoint (bucket.s3.REGION.amazonaws.com, s3-REGION..., s3.dualstack...), not
+    any name under amazonaws.com (an EC2 instance's public name is one too)."""
+    return bool(host) and host.endswith((".amazonaws.com", ".amazonaws.com.cn")) and any(
+        label == "s3" or label.startswith("s3-") for label in host.split("."))
+
+
+def _service_host(spec: str, origin_host: str | None, host: str) -> bool:
+    """Whether `host` is one the store's service sends its files from."""
+    if spec.startswith("hf://"):
+        return host in HF_HOSTS or host.endswith(HF_CDN_SUFFIX)
+    if spec.startswith("s3://") and _is_s3_endpoint(origin_host):
+        return _is_s3_endpoint(host)  # S3 redirects to the bucket's region (301, 307)
+    return False
+
+
+def _is_loopback_host(host: str | None) -> bool:
+    ip = _ip(host or "")
+    return host == "localhost" or (ip is not None and ip.is_loopback)
+
+
+def _address_refusal(text: str, own: set) -> str | None:
+    """None when a redirect may connect to address `text`: a public one, or the store host's own
+    (`own`: the address its first request connected to); else what kind of address it is."""
+    ip = _ip(text)
+    if ip is None:
+        return "an address that is not an IP address"
+    if ip in own:
+        return None
+    if ip.version == 6:
+        inner = ip.ipv4_mapped or ip.sixtofour or (
+            ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF) if ip in _NAT64 else None)
+        if inner is not None:
+            if inner in own:
+                return None
+            ip = inner
+    for kind, name in (("is_unspecified", "an unspecified address"),
+                       ("is_loopback", "a loopback address other than the store host's own"),
+                       ("is_link_local", "a link-local address"), ("is_multicast", "a multicast address"),
+                       ("is_private", "a private address"), ("is_reserved", "a reserved address")):
+        if getattr(ip, kind):
+            return name
+    return None if ip.is_global else "an address that is not public"
+
+
+def _address_refused(host: str, kind: str) -> str:
+    how = "it is" if _ip(host) is not None else "it resolves to"
+    return (f"the redirect to host {host} was refused: {how} {kind}, which no redirect may reach "
+            "(to read a store there, give its own URL)")
+
+
+def redirect_refusal(spec: str, origin: str, current: str, target: str, own: set = frozenset()) -> str | None:
+    """Why the fetch of `spec` (first asked of `origin`) does not follow a redirect from `current`
+    to `target`, or None when it does (the address it then connects to is checked too, `_connect`).
+
+    Followed: to the store's own host (same scheme, host and port; http to https of the same host;
+    any port of a loopback host the store is on), to a host in FAULTLINE_REDIRECT_HOSTS, or to one
+    the store's service sends files from (the Hugging Face Hub's CDN for hf://, another S3 endpoint
+    for s3:// on Amazon S3). Never from https to http, never to an address that is not public
+    (unless it is the store host's own). The reason names the host and nothing else of the answer."""
+    parts = urlsplit(target)
+    if parts.scheme not in ("http", "https"):
+        return "the redirect to an address that is not HTTP or HTTPS was refused"
+    host = _host(target)
+    if host is None:
+        return "the redirect to an address without a valid host name was refused"
+    if urlsplit(current).scheme == "https" and parts.scheme == "http":
+        return f"the redirect to host {host} was refused: it leaves HTTPS for plain HTTP"
+    if _ip(host) is not None:
+        kind = _address_refusal(host, set(own))
+        if kind is not None:
+            return _address_refused(host, kind)
+    o = urlsplit(origin)
+    origin_host = _host(origin)
+    if host == origin_host and ((parts.scheme == o.scheme and _port(parts) == _port(o))
+                                or (o.scheme == "http" and parts.scheme == "https") or _is_loopback_host(host)):
+        return None
+    if _listed(host, redirect_hosts()) or _service_host(spec, origin_host, host):
+        return None
+    what = "another port or scheme of the store's host" if host == origin_host else "not the store's host"
+    return (f"the redirect to host {host} was refused: it is {what}, nor a host its service is known to "
+            f"send files from (to follow it, add {host} to {REDIRECT_HOSTS_ENV})")
+
+
+class _Route:
+    """The hops of one fetch: the store host's own addresses, which a redirect may come back to."""
+
+    def __init__(self, origin: str) -> None:
+        self.origin = origin
+        self.own: set = set()
+
+
+def _connect(route: _Route, host: str | None, redirected: bool, address, timeout=socket._GLOBAL_DEFAULT_TIMEOUT,
+             source_address=None, **_):
+    """http.client's socket.create_connection for one hop: after a redirect, resolve the name once
+    and connect only to an address `_address_refusal` accepts, then check the address connected
+    to; the first hop's address becomes the store host's own. A connection to a proxy (its own
+    name, not the hop's) is not checked here: `_through_proxy` checked the hop's name."""
+    name, port = address
+    direct = (name or "").lower().rstrip(".").strip("[]") == host
+    check = redirected and direct
+    candidates, refused = [], None
+    for family, kind, proto, _, sockaddr in socket.getaddrinfo(name, port, 0, socket.SOCK_STREAM):
+        why = _address_refusal(sockaddr[0], route.own) if check else None
+        if why is None:
+            candidates.append((family, kind, proto, sockaddr))
+        elif refused is None:
+            refused = why
+    if not candidates:
+        if refused is not None:
+            raise RedirectRefused(_address_refused(host, refused))
+        raise OSError(f"no address found for {name}")
+    error: OSError | None = None
+    for family, kind, proto, sockaddr in candidates:
+        sock = socket.socket(family, kind, proto)
+        try:
+            if timeout is not socket._GLOBAL_DEFAULT_TIMEOUT:
+                sock.settimeout(timeout)
+            if source_address:
+                sock.bind(source_address)
+            sock.connect(sockaddr)
+            peer = sock.getpeername()[0]
+        except OSError as exc:
+            sock.close()
+            error = exc
+            continue
+        if check and (why := _address_refusal(peer, route.own)) is not None:
+            sock.close()
+            raise RedirectRefused(_address_refused(host, why))
+        if direct and not redirected and (ip := _ip(peer)) is not None:
+            route.own.add(getattr(ip, "ipv4_mapped", None) or ip)
+        return sock
+    raise error
+
+
+class _GuardedHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, hop: tuple, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._create_connection = functools.partial(_connect, *hop)
+
+
+class _GuardedHTTPSConnection(http.client.HTTPSConnection):
+    def __init__(self, hop: tuple, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._create_connection = functools.partial(_connect, *hop)
+
+
+class _GuardedHTTPHandler(urllib.request.HTTPHandler):
+    def http_open(self, req):
+        return self.do_open(functools.partial(_GuardedHTTPConnection, req.faultline_hop), req)
+
+
+class _GuardedHTTPSHandler(urllib.request.HTTPSHandler):
+    def https_open(self, req):
+        extra = {"context": self._context}
+        if getattr(self, "_check_hostname", None) is not None:
+            extra["check_hostname"] = self._check_hostname
+        return self.do_open(functools.partial(_GuardedHTTPSConnection, req.faultline_hop), req, **extra)
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """urllib follows no redirect: `_open` does, checking each one before it connects."""
+
+    def http_error_302(self, req, fp, code, msg, headers):
+        return None
+
+    http_error_301 = http_error_303 = http_error_307 = http_error_308 = http_error_302
+
+
+_OPENER = urllib.request.build_opener(_NoRedirects, _GuardedHTTPHandler, _GuardedHTTPSHandler)
+
+
+def _through_proxy(route: _Route, url: str, host: str) -> None:
+    """A hop through a proxy (https_proxy, ...) is resolved by the proxy, out of `_connect`'s
+    sight: refuse it when the name resolves here to an address a redirect may not reach."""
+    scheme = urlsplit(url).scheme
+    if scheme not in urllib.request.getproxies() or urllib.request.proxy_bypass(host):
+        return
+    if not route.own:
+        with contextlib.suppress(OSError):
+            route.own.update(_ip(i[4][0]) for i in socket.getaddrinfo(_host(route.origin), None))
+    try:
+        found = {i[4][0] for i in socket.getaddrinfo(host, None)}
+    except OSError:
+        return  # the proxy may know it; it answers for itself
+    for address in sorted(found):
+        if (why := _address_refusal(address, route.own)) is not None:
+            raise RedirectRefused(_address_refused(host, why))
+
+
+def _next_url(current: str, location: str) -> str:
+    """Where a redirect goes: the Location resolved against `current`, made a plain request
+    target (no user info, no fragment; unsafe characters quoted, as urllib does)."""
+    target = urljoin(current, quote(location.strip(), safe=string.punctuation))
+    parts = urlsplit(target)
+    host = _host(target)
+    if host is None or parts.scheme not in ("http", "https"):
+        return target  # refused by redirect_refusal, never requested
+    netloc = f"[{host}]" if ":" in host else host
+    if parts.port:
+        netloc += f":{parts.port}"
+    return urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, ""))
+
+
+def _open(req: Request, known: Source | None, timeout: float, spec: str | None = None):
+    """GET `req.url`, following redirects as `redirect_refusal` allows (RedirectRefused when it
+    does not); a credential goes to the store's own origin only."""
+    conditional: dict[str, str] = {}
+    if known is not None:
+        if known.etag:
+            conditional["If-None-Match"] = known.etag
+        if known.last_modified:
+            conditional["If-Modified-Since"] = known.last_modified
+    route = _Route(req.url)
+    url, seen = req.url, {req.url: 1}
+    for hop in range(MAX_REDIRECTS + 1):
+        headers = {**req.headers, **conditional}
+        if req.sign_s3 is not None:
+            access, secret, token, region = req.sign_s3
+            headers.update(sigv4_headers("GET", url, access, secret, token, region, datetime.now(timezone.utc)))
+            # S3 sends the object's SHA-256 (when it was uploaded with one) only when asked
+            headers["x-amz-checksum-mode"] = "ENABLED"
+        if _origin(url) != _origin(req.url):  # another origin: no credential, no Host of the store's
+            headers = {k: v for k, v in headers.items() if k.lower() in _CARRIED}
+        r = urllib.request.Request(url, headers=headers, method="GET")
+        r.faultline_hop = (route, _host(url), hop > 0)
+        try:
+            return _OPENER.open(r, timeout=timeout)
+        except urllib.error.HTTPError as exc:
+            location = exc.headers.get("Location") if exc.code in _REDIRECTS else None
+            if not location or hop == MAX_REDIRECTS:
+                raise
+            exc.close()
+            target = _next_url(url, location)
+            seen[target] = seen.get(target, 0) + 1
+            if seen[target] > MAX_REPEATS:
+                raise exc from None  # a loop: said as one (`_fetch`)
+            why = redirect_refusal(spec or req.url, req.url, url, target, route.own)
+            if why is not None:
+                raise RedirectRefused(why) from None
+            _through_proxy(route, target, _host(target))
+            url = target
+    raise AssertionError("unreachable")
 
 
 # ------------------------------------------------------------------ the copy
@@ -342,6 +662,17 @@ class Fetch:
     done: threading.Event = field(default_factory=threading.Event)
     result: Source | None = None
     error: BaseException | None = None
+    # the fetch of the same store before this one, when it failed: /healthz reports it while
+    # this one runs (a new fetch must not hide that the last one failed)
+    previous: Fetch | None = None
+
+    def failure(self) -> str | None:
+        """Why this fetch, once ended, did not confirm the copy (one line); None when it did."""
+        if not self.done.is_set():
+            return None
+        if self.error is not None:
+            return _error_line(self.error)
+        return self.result.note if self.result is not None else None
 
     def progress(self) -> str:
         took = time.monotonic() - self.started
@@ -374,13 +705,35 @@ def fetching(spec: str) -> Fetch | None:
     return None if found is None or found.done.is_set() else found
 
 
+def _start(spec: str) -> Fetch:
+    """A new fetch of `spec` (called under `_guard`), remembering the last one when it failed."""
+    last = _running.get(spec)
+    found = _running[spec] = Fetch(spec)
+    if last is not None and last.failure() is not None:
+        last.previous = None  # one back is enough
+        found.previous = last
+    threading.Thread(target=_run, args=(found,), daemon=True, name="faultline-remote-fetch").start()
+    return found
+
+
 def _begin(spec: str) -> Fetch:
     with _guard:
         found = _running.get(spec)
         if found is None or found.done.is_set():
-            found = _running[spec] = Fetch(spec)
-            threading.Thread(target=_run, args=(found,), daemon=True, name="faultline-remote-fetch").start()
+            found = _start(spec)
         return found
+
+
+def _begin_if_due(spec: str, ttl: float) -> None:
+    """Start a fetch of `spec` unless one is running, one started less than `ttl` seconds ago, or
+    a check ended less than `ttl` seconds ago: at most one fetch per TTL, however often asked."""
+    with _guard:
+        last, hit, now = _running.get(spec), _memo.get(spec), time.monotonic()
+        if last is not None and (not last.done.is_set() or now - last.started < ttl):
+            return
+        if hit is not None and now - hit[0] < ttl:
+            return
+        _start(spec)
 
 
 def _run(fetch: Fetch) -> None:
@@ -452,57 +805,78 @@ def health(spec: str) -> dict:
     """What the hosted server's `/healthz` answers about the store at `spec` (serve.py): whether
     pages have a verified copy to show, how old it is, and whether its refresh is stuck or failed.
 
-    Never waits: when the last check is older than FAULTLINE_REMOTE_TTL it starts one in the
-    background (as a page would), so a probe alone keeps finding out that the server went away.
-    `status` is `ok`, `degraded` (pages show the verified copy, but the refresh is slow or stuck
-    past FAULTLINE_REMOTE_TIMEOUT, or failed) or `unavailable` (no verified copy to show).
-    Nothing here names a server path or a secret: the URL is shown as `display` shows it."""
+    Never waits, and starts at most one fetch per FAULTLINE_REMOTE_TTL (`_begin_if_due`): when no
+    fetch of the store started, and no check ended, within the TTL it starts one in the background
+    (as a page would), so a probe alone keeps finding out that the server went away; a probe
+    within the TTL answers from what the last fetch found. `status` is `ok`, `degraded` (pages
+    show the verified copy, but its refresh is slow or stuck past FAULTLINE_REMOTE_TIMEOUT, the
+    last one failed, or the copy was last confirmed longer ago than FAULTLINE_REMOTE_TTL +
+    FAULTLINE_REMOTE_TIMEOUT) or `unavailable` (no verified copy to show). Nothing here names a
+    server path (`no_paths`) or a secret: the URL is shown as `display` shows it."""
     ttl = _env_float(TTL_ENV, DEFAULT_TTL_S)
-    hit = _memo.get(spec)
-    fetch = _running.get(spec)
-    running = fetch is not None and not fetch.done.is_set()
-    ended = None  # a fetch that failed, whose report a new one must not hide
+    timeout = _env_float(TIMEOUT_ENV, DEFAULT_TIMEOUT_S)
+    shown = display(spec)
     copy, meta_path, _ = _paths(spec)
     problems: list[str] = []
-    if not running and (hit is None or time.monotonic() - hit[0] >= ttl) and not spec.startswith(MOTHERDUCK):
+    if not spec.startswith(MOTHERDUCK):
         try:
             copy.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:  # said without the folder: /healthz is as public as the pages
             problems.append(f"the cache folder ({CACHE_ENV}) cannot be created: {exc.strerror}")
         else:
-            ended = fetch if fetch is not None and fetch.error is not None else None
-            fetch, running = _begin(spec), True
+            _begin_if_due(spec, ttl)
+    fetch = _running.get(spec)
     known = _load_meta(meta_path, copy)
-    report: dict = {"store": display(spec), "copy": None, "fetch": None}
+    report: dict = {"store": shown, "copy": None, "fetch": None}
+    age = None
     if known is not None:
-        try:
-            age = round(max((datetime.now(timezone.utc).replace(tzinfo=None)
-                             - datetime.fromisoformat(known.checked_at)).total_seconds(), 0.0))
-        except ValueError:
-            age = None
+        with contextlib.suppress(ValueError):
+            age = max((datetime.now(timezone.utc).replace(tzinfo=None)
+                       - datetime.fromisoformat(known.checked_at)).total_seconds(), 0.0)
         report["copy"] = {"fetched_at": known.fetched_at, "checked_at": known.checked_at,
-                          "seconds_since_checked": age}
-    if running:
+                          "seconds_since_checked": None if age is None else round(age)}
+    if fetch is not None and not fetch.done.is_set():
         took = time.monotonic() - fetch.started
         report["fetch"] = {"running": True, "seconds": round(took, 1), "bytes": fetch.received,
                            "expected_bytes": fetch.expected}
-        if took > _env_float(TIMEOUT_ENV, DEFAULT_TIMEOUT_S):
-            problems.append(f"{display(spec)}: a fetch is slow or stuck ({fetch.progress()})")
-        if ended is not None:
-            problems.append(f"the last fetch failed: {_error_line(ended.error)}")
+        if took > timeout:
+            problems.append(f"{shown}: a fetch is slow or stuck ({fetch.progress()})")
+        if fetch.previous is not None:  # its report stays until this one has ended
+            problems.append(f"the last fetch failed: {fetch.previous.failure()}")
     elif fetch is not None:
-        noted = fetch.result.note if fetch.result is not None else None
+        failure = fetch.failure()
         report["fetch"] = {"running": False, "ended": "failed" if fetch.error is not None else
-                           "kept the last verified copy" if noted else "ok"}
-        if fetch.error is not None:
-            problems.append(_error_line(fetch.error))
-        elif noted:
-            problems.append(noted)
+                           "kept the last verified copy" if failure else "ok"}
+        if failure:
+            problems.append(failure)
+    limit = ttl + timeout
+    # checked_at is to the second (a copy confirmed at 10:00:00.9 says 10:00:00): older by more
+    # than the second it may have lost
+    if age is not None and age - 1 > limit and not spec.startswith(MOTHERDUCK):
+        problems.append(f"{shown}: the verified copy was last confirmed {round(age)} s ago, more than the "
+                        f"{limit:g} s that {TTL_ENV} + {TIMEOUT_ENV} allow")
     if known is None:
-        problems.append(f"{display(spec)}: no verified copy yet, so pages cannot show the store")
+        problems.append(f"{shown}: no verified copy yet, so pages cannot show the store")
     report["status"] = "unavailable" if known is None else ("degraded" if problems else "ok")
-    report["problems"] = problems
+    report["problems"] = [no_paths(p) for p in problems]
     return report
+
+
+# a folder of this machine as a message may carry one (an OSError's file name, DuckDB's errors):
+# absolute, not part of a URL (after "scheme:" or a host)
+_SERVER_FOLDER = re.compile(r"(?<![\w:/.~-])/(?:[^\s\"'`/]*/)*")
+
+
+def no_paths(text: str) -> str:
+    """`text` without a path of this machine: the cache folder, and every other absolute path
+    cut to its last name (as pages in read-only mode show messages)."""
+    folders = {str(cache_dir())}
+    with contextlib.suppress(OSError):
+        folders.add(str(cache_dir().resolve()))
+    for folder in sorted((f for f in folders if len(f) > 1), key=len, reverse=True):
+        # the folder (which may hold a space) as the root, then cut with the rest of the path
+        text = re.sub(r"(?<![\w:/.~-])" + re.escape(folder.rstrip("/")) + r"(?=/|$|[\s\"'`),;])", "/", text)
+    return _SERVER_FOLDER.sub("", text)
 
 
 def _error_line(exc: BaseException) -> str:
@@ -526,26 +900,6 @@ def _one_line(value: object) -> str:
     return text or type(value).__name__
 
 
-def _open(req: Request, known: Source | None, timeout: float):
-    headers = dict(req.headers)
-    if known is not None:
-        if known.etag:
-            headers["If-None-Match"] = known.etag
-        if known.last_modified:
-            headers["If-Modified-Since"] = known.last_modified
-    if req.sign_s3 is not None:
-        access, secret, token, region = req.sign_s3
-        headers.update(sigv4_headers("GET", req.url, access, secret, token, region, datetime.now(timezone.utc)))
-        # S3 sends the object's SHA-256 (when it was uploaded with one) only when asked
-        headers["x-amz-checksum-mode"] = "ENABLED"
-    r = urllib.request.Request(req.url, method="GET")
-    for k, v in headers.items():
-        # a credential never follows a redirect
-        if k.lower() in ("authorization", "x-amz-security-token"):
-            r.add_unredirected_header(k, v)
-        else:
-            r.add_header(k, v)
-    return _OPENER.open(r, timeout=timeout)
 
 
 # ------------------------------------------------------------------ one download
@@ -629,7 +983,9 @@ def _fetch(spec: str, copy: Path, meta_path: Path, known: Source | None, fetch: 
     now = _stamp()
     remove_abandoned_parts(copy.parent)
     try:
-        resp = _open(req, known, max(min(timeout, deadline_s), 0.1))
+        resp = _open(req, known, max(min(timeout, deadline_s), 0.1), spec)
+    except RedirectRefused as exc:
+        return _unreachable(shown, known, exc.reason)
     except urllib.error.HTTPError as exc:
         if exc.code == 304 and known is not None:
             known.checked_at = now
@@ -637,7 +993,7 @@ def _fetch(spec: str, copy: Path, meta_path: Path, known: Source | None, fetch: 
             return known
         reason = f"the server answered HTTP {exc.code} {_one_line(exc.reason)}"
         if 300 <= exc.code < 400:
-            # urllib gives up on a redirect that loops (or has nowhere to go) with a page of text
+            # a redirect that loops (or has nowhere to go): `_open` gives up on it
             return _unreachable(shown, known, f"the server redirects in a loop or nowhere (HTTP {exc.code})")
         if exc.code >= 500 or exc.code == 429:
             return _unreachable(shown, known, reason)
@@ -831,7 +1187,7 @@ def verify(path: Path, shown: str, rebuilt: Path) -> None:
     older store is then brought to this Faultline's schema in the copy (the published file is
     untouched)."""
     from . import trust
-    from .migrations import MIGRATIONS, migrate, refuse_newer
+    from .migrations import MIGRATIONS, migrate
 
     with open(path, "rb") as fh:
         head = fh.read(12)
@@ -852,16 +1208,15 @@ def verify(path: Path, shown: str, rebuilt: Path) -> None:
         except duckdb.Error as exc:
             raise RemoteStoreError(f"{shown}: not a complete, readable DuckDB database ({_one_line(exc)})") from None
         tables = {r[0] for r in con.execute(
-            "SELECT table_name FROM duckdb_tables() WHERE database_name = 'published'").fetchall()}
+            "SELECT table_name FROM system.main.duckdb_tables() WHERE database_name = 'published'").fetchall()}
         missing = [t for t in REQUIRED_TABLES if t not in tables]
         if missing:
             raise RemoteStoreError(f"{shown}: a DuckDB file, but not a Faultline store (no {', '.join(missing)} table); "
                                    "publish a store written by `python -m ingest`")
         try:
-            done = [r[0] for r in con.execute("SELECT name FROM published.schema_migrations ORDER BY id").fetchall()]
-            refuse_newer(done, shown)
-            trust.check_catalog(con, shown, done, database="published")
-            current = con.execute("SELECT current_database()").fetchone()[0]
+            # read only once nothing of the download can run when read (store/trust.py)
+            done = trust.trusted_migrations(con, shown, database="published")
+            current = trust.current_database(con)
             con.execute(f'COPY FROM DATABASE published TO "{current}"')
             con.execute("DETACH published")
         except StoreError as exc:

@@ -6,7 +6,8 @@ keeps reading, see store/db.py); holding every parsed run in memory until then g
 load (4.2 GB for 2,000,000 predictions). So once the runs of a command outgrow one chunk, each
 chunk goes to Parquet files in `.<db name>.ingest-<pid>/` beside the store as soon as it is full,
 and the write session then reads them all into the store in one transaction (`commit`): one
-command stores all of its runs or none. A load that fits in one chunk (most do) is written
+command stores all of its runs or none. The store holds nothing of the staging until that
+transaction commits: a command killed at any moment leaves the store as it was. A load that fits in one chunk (most do) is written
 straight from memory. Parquet rather than a DuckDB file: writing it costs little next to the
 parse, and the store's own insert then runs once, as for a load held in memory. A command that
 fails removes its staging folder; one killed outright leaves it, and the next ingest into that
@@ -15,16 +16,18 @@ store removes it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 
 from .db import write_session
 from .errors import StoreError
 from .remote import alive
-from .runs import LateRule, StagedRun, replace_from, replace_runs, run_tables
+from .runs import LateRule, StagedRun, registered, replace_from, replace_runs, run_tables
 from .writes import transaction
 
 # Runs are held in memory up to this much column data, then written out as one chunk: large
@@ -129,19 +132,22 @@ class RunStaging:
                 return replace_runs(con, self._chunk, late)
         if self._chunk:
             self._write_chunk()
-        # the store's connection reads no file but the store and this command's own staging folder
-        with write_session(self.db, settings={"memory_limit": MEMORY_LIMIT},
-                           allowed_directories=[str(self.folder.resolve()) + os.sep]) as con:
-            names = [f"_staged_{table}" for table in TABLES]
-            for name, table in zip(names, TABLES):
-                # read lazily by DuckDB; the runs table's types are inferred per chunk (a column
-                # may be all NULL in one), so chunks are matched by column name
-                files = [str(f) for f in sorted(self.folder.glob(f"{table}-*.parquet"))]
-                con.read_parquet(files, union_by_name=True).create_view(name)
-            try:
-                with transaction(con):
-                    return replace_from(con, *names, late)
-            finally:
-                for name in names:
-                    con.execute(f"DROP VIEW IF EXISTS {name}")
+        # the staged chunks reach the store as Arrow datasets registered on its connection, which
+        # read no file themselves (the connection reads no file but the store) and, like every
+        # registered name, live only in this connection: a kill leaves nothing of them in the store
+        with write_session(self.db, settings={"memory_limit": MEMORY_LIMIT}) as con, contextlib.ExitStack() as names:
+            for table in TABLES:
+                names.enter_context(registered(con, f"_staged_{table}", _dataset(self.folder, table)))
+            with transaction(con):
+                return replace_from(con, *(f"_staged_{table}" for table in TABLES), late)
 
+
+def _dataset(folder: Path, table: str):
+    """The chunks of one table as one Arrow dataset, read lazily; a column all NULL in one chunk
+    is typed as in the others."""
+    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
+
+    files = [str(f) for f in sorted(folder.glob(f"{table}-*.parquet"))]
+    schema = pa.unify_schemas([pq.read_schema(f) for f in files], promote_options="permissive")
+    return ds.dataset(files, schema=schema, format="parquet")

@@ -32,20 +32,36 @@ from typing import Iterable
 import duckdb
 
 from .errors import StoreError
+from .migrations import MIGRATIONS, SCHEMA_MIGRATIONS_DDL, refuse_newer
 
-# Set as the database is opened: a store whose catalog names an extension's type must not make
-# DuckDB download or load that extension while reading it. The rest is set right after (`connect`),
-# since DuckDB shares one database per file within a process and refuses a second connection
-# with another opening configuration: tests and tools that read a store alongside the app pass
-# this same config (duckdb.connect(path, config=OPEN_CONFIG)).
+# The restrictions every store is opened with, in DuckDB's configuration at connect time: no
+# query runs before them, so nothing the store defines (a macro named `current_setting`, say) can
+# make Faultline skip one. External access off means no file but the store (and its own temp
+# folder), no network, no extension loaded or installed, no persistent secret. Tests and tools
+# that read a store alongside the app in one process pass this same config (DuckDB shares one
+# database per file within a process and refuses a second connection with another one).
 OPEN_CONFIG = {
+    "enable_external_access": False,
     "autoload_known_extensions": False,
     "autoinstall_known_extensions": False,
+    "allow_persistent_secrets": False,
+    "allow_community_extensions": False,
+    "python_enable_replacements": False,
 }
-SCHEMA_MIGRATIONS_DDL = (
-    "CREATE TABLE schema_migrations ("
-    " id INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)"
-)
+# A connection that must read named files besides the store (stores to ATTACH in a merge or a
+# download's verification) starts with external access on, because DuckDB takes allow-lists only
+# then; they are set by parameter (a list literal would call `list_value`, which the store's
+# macro could shadow), then access is turned off, and the result is read back by DuckDB's own
+# system-qualified functions before the store is used.
+_ALLOW_LIST_CONFIG = {k: v for k, v in OPEN_CONFIG.items() if k != "enable_external_access"}
+# what a connection must read back once configured, by system-qualified names (store macros
+# cannot shadow them)
+_LOCKED = {"enable_external_access": False, "lock_configuration": True, "autoload_known_extensions": False,
+           "autoinstall_known_extensions": False, "allow_persistent_secrets": False,
+           "allow_community_extensions": False}
+# Connections of one process to one file share a database: configuring it (its first SETs, then
+# the lock) must not interleave with another thread's look at it
+_connect_lock = threading.Lock()
 
 
 class UntrustedStoreError(StoreError):
@@ -56,57 +72,73 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _list(items: Iterable[str]) -> str:
-    return "[" + ", ".join(_literal(i) for i in items) + "]"
+def setting(con: duckdb.DuckDBPyConnection, name: str):
+    """A DuckDB setting read by DuckDB's own function (system-qualified: a store's macro named
+    `current_setting` cannot answer instead)."""
+    return con.execute("SELECT system.main.current_setting(?)", [name]).fetchall()[0][0]
 
 
 def connect(path: str, read_only: bool, settings: dict[str, object] | None = None,
-            allowed_paths: Iterable[str] = (), allowed_directories: Iterable[str] = ()) -> duckdb.DuckDBPyConnection:
+            allowed_paths: Iterable[str] = ()) -> duckdb.DuckDBPyConnection:
     """A connection to the store at `path` that can reach nothing outside it.
 
-    `settings` are applied before the configuration is locked (memory_limit, ...);
-    `allowed_paths` (files, e.g. stores to ATTACH, with their .wal) and `allowed_directories`
-    (e.g. an ingest's own staging folder) are the only other files it may read. DuckDB takes the
-    allow-lists only while external access is still on, so they are set first, then external
-    access is turned off and the configuration locked, before any query touches the store."""
-    con = duckdb.connect(path, read_only=read_only, config=OPEN_CONFIG)
-    try:
-        if con.execute("SELECT current_setting('lock_configuration')").fetchone()[0]:
-            # DuckDB hands a process one database per file: another connection here set it up
-            _check_shared(con, settings, allowed_paths, allowed_directories)
-            return con
-        con.execute("SET enable_progress_bar = false")  # DuckDB draws one on stdout; CLI output is ours
-        con.execute("SET allow_persistent_secrets = false")
-        con.execute("SET allow_community_extensions = false")
-        con.execute("SET python_enable_replacements = false")
-        for name, value in (settings or {}).items():
-            con.execute(f"SET {name} = {_literal(str(value))}")
-        paths, folders = list(allowed_paths), list(allowed_directories)
-        if paths:
-            con.execute(f"SET allowed_paths = {_list(paths)}")
-        if folders:
-            con.execute(f"SET allowed_directories = {_list(folders)}")
-        con.execute("SET enable_external_access = false")
-        con.execute("SET lock_configuration = true")
-    except BaseException:
-        con.close()
-        raise
+    The restrictions are in the configuration DuckDB opens the file with (OPEN_CONFIG);
+    `settings` (memory_limit, threads: how fast, not what it may reach) are set before the
+    configuration is locked. `allowed_paths` (stores to ATTACH, with their .wal) are the only
+    other files it may read. Every restriction is read back before the connection is returned."""
+    paths = [str(p) for p in allowed_paths]
+    with _connect_lock:
+        con = duckdb.connect(path, read_only=read_only, config=_ALLOW_LIST_CONFIG if paths else OPEN_CONFIG)
+        try:
+            if setting(con, "lock_configuration"):
+                # DuckDB hands a process one database per file: another connection here set it up
+                _check_shared(con, settings, paths)
+                return con
+            # constants only (SET evaluates its value as an expression, and a store's macro could
+            # shadow a function it calls)
+            con.execute("SET enable_progress_bar = false")  # DuckDB draws one on stdout; CLI output is ours
+            for name, value in (settings or {}).items():
+                con.execute(f"SET {name} = {_literal(str(value))}")
+            if paths:
+                con.execute("SET allowed_paths = ?", [paths])
+                con.execute("SET enable_external_access = false")
+            con.execute("SET lock_configuration = true")
+            _check_locked(con, paths)
+        except BaseException:
+            con.close()
+            raise
     return con
 
 
-def _check_shared(con: duckdb.DuckDBPyConnection, settings: dict | None, allowed_paths: Iterable[str],
-                  allowed_directories: Iterable[str]) -> None:
-    """A connection to a database another connection of this process configured: it must be
-    locked with external access off, and allow what this caller needs; else it is refused as a
-    configuration conflict (store/db.py waits for the other connection to close)."""
-    def setting(name: str):
-        return con.execute(f"SELECT current_setting('{name}')").fetchone()[0]
+def _check_locked(con: duckdb.DuckDBPyConnection, paths: list[str]) -> None:
+    """Read back what makes the connection safe; anything else is refused, never used."""
+    wrong = [name for name, value in _LOCKED.items() if setting(con, name) != value]
+    if not _allows_only(con, paths):
+        wrong.append("allowed_paths")
+    if wrong:
+        raise StoreError(f"could not restrict the connection to the store ({', '.join(wrong)}); it was not used")
 
-    wanted = (all(p in (setting("allowed_paths") or []) for p in allowed_paths)
-              and all(d in (setting("allowed_directories") or []) for d in allowed_directories)
-              and all(str(setting(k)).lower() == str(v).lower() for k, v in (settings or {}).items()
+
+def _allows_only(con: duckdb.DuckDBPyConnection, paths: list[str]) -> bool:
+    """Whether the files the connection may read are `paths`, the store's own files (DuckDB
+    allows its database file, WAL and their recovery files, and its temp folder, itself)."""
+    stores = [r[0] for r in con.execute("SELECT path FROM system.main.duckdb_databases() "
+                                         "WHERE database_name = system.main.current_database()").fetchall()]
+    own = {f"{db}{suffix}" for db in stores if db for suffix in ("", ".wal", ".wal.recovery", ".wal.checkpoint")}
+    temp = str(setting(con, "temp_directory") or "").rstrip("/")
+    folders = {str(d).rstrip("/") for d in setting(con, "allowed_directories") or []}
+    return set(setting(con, "allowed_paths") or []) <= own | set(paths) and folders <= {temp}
+
+
+def _check_shared(con: duckdb.DuckDBPyConnection, settings: dict | None, paths: list[str]) -> None:
+    """A connection to a database another connection of this process configured: it must be
+    locked as `connect` locks one, and allow what this caller needs; else it is refused as a
+    configuration conflict (store/db.py waits for the other connection to close)."""
+    allowed = set(setting(con, "allowed_paths") or [])
+    wanted = (set(paths) <= allowed and _allows_only(con, paths)
+              and all(str(setting(con, k)).lower() == str(v).lower() for k, v in (settings or {}).items()
                       if k not in ("memory_limit", "threads")))  # how fast, not what it may reach
-    if setting("enable_external_access") or not wanted:
+    if any(setting(con, name) != value for name, value in _LOCKED.items()) or not wanted:
         con.close()
         raise duckdb.ConnectionException(
             "the store is open in this process with a different configuration (another connection holds it)")
@@ -114,21 +146,25 @@ def _check_shared(con: duckdb.DuckDBPyConnection, settings: dict | None, allowed
 
 # ------------------------------------------------------------------ the catalog check
 
+# DuckDB's own catalog functions, called by their system-qualified names: a store may define a
+# table macro named `duckdb_tables` that hides its objects from an unqualified call
 _KIND_QUERIES = (
     # (kind, query returning (schema, name, definition) for one database)
-    ("schema", "SELECT schema_name, schema_name, '' FROM duckdb_schemas() "
+    ("schema", "SELECT schema_name, schema_name, '' FROM system.main.duckdb_schemas() "
                "WHERE database_name = ? AND NOT internal"),
-    ("table", "SELECT schema_name, table_name, sql FROM duckdb_tables() WHERE database_name = ?"),
-    ("view", "SELECT schema_name, view_name, sql FROM duckdb_views() WHERE database_name = ? AND NOT internal"),
+    ("table", "SELECT schema_name, table_name, sql FROM system.main.duckdb_tables() WHERE database_name = ?"),
+    ("view", "SELECT schema_name, view_name, sql FROM system.main.duckdb_views() "
+             "WHERE database_name = ? AND NOT internal"),
     ("macro", "SELECT schema_name, function_name, function_type || ':' || coalesce(macro_definition, '') "
-              "|| ':' || coalesce(array_to_string(parameters, ','), '') FROM duckdb_functions() "
-              "WHERE database_name = ?"),
+              "|| ':' || coalesce(system.main.array_to_string(parameters, ','), '') "
+              "FROM system.main.duckdb_functions() WHERE database_name = ?"),
     # not its start value: a store writes the next value there as it draws from the sequence
-    ("sequence", "SELECT schema_name, sequence_name, concat_ws(':', min_value, max_value, increment_by, cycle) "
-                 "FROM duckdb_sequences() WHERE database_name = ?"),
-    ("index", "SELECT schema_name, index_name, coalesce(sql, expressions) FROM duckdb_indexes() "
+    ("sequence", "SELECT schema_name, sequence_name, "
+                 "system.main.concat_ws(':', min_value, max_value, increment_by, cycle) "
+                 "FROM system.main.duckdb_sequences() WHERE database_name = ?"),
+    ("index", "SELECT schema_name, index_name, coalesce(sql, expressions) FROM system.main.duckdb_indexes() "
               "WHERE database_name = ?"),
-    ("type", "SELECT schema_name, type_name, logical_type FROM duckdb_types() "
+    ("type", "SELECT schema_name, type_name, logical_type FROM system.main.duckdb_types() "
              "WHERE database_name = ? AND NOT internal"),
 )
 
@@ -148,8 +184,6 @@ _reference_lock = threading.Lock()
 
 def reference(applied: Iterable[str]) -> dict[tuple[str, str, str], str]:
     """The catalog Faultline's migrations `applied` (names, in MIGRATIONS order) create."""
-    from .migrations import MIGRATIONS
-
     done = set(applied)
     names = tuple(name for name, _ in MIGRATIONS if name in done)
     if not names:
@@ -172,7 +206,7 @@ def reference(applied: Iterable[str]) -> dict[tuple[str, str, str], str]:
                     con.execute(step)
                 else:  # a Python step: its schema changes count; what it would finish only moves rows
                     step(con)
-            found = catalog(con, con.execute("SELECT current_database()").fetchone()[0])
+            found = catalog(con, current_database(con))
         finally:
             con.close()
         _references[names] = found
@@ -242,19 +276,83 @@ def remember(state: tuple | None, applied) -> None:
         _checked[state] = tuple(applied)
 
 
+def current_database(con: duckdb.DuckDBPyConnection) -> str:
+    """The connection's own database, by DuckDB's system-qualified function."""
+    return con.execute("SELECT system.main.current_database()").fetchall()[0][0]
+
+
+def _refuse(where: str, wrong: list[str]) -> None:
+    shown = "; ".join(wrong[:12]) + (f"; and {len(wrong) - 12} more" if len(wrong) > 12 else "")
+    raise UntrustedStoreError(
+        f"{where}: refused: this store's schema is not the one Faultline creates ({shown}). "
+        "A store is read as untrusted input: its views, macros and column definitions run as SQL "
+        "when it is read, so only Faultline's own are accepted (docs/reliability.md#a-store-is-untrusted-input). "
+        "Rebuild it with `python -m ingest`, or export the runs you need and ingest them.")
+
+
 def check_catalog(con: duckdb.DuckDBPyConnection, where: str, applied: Iterable[str],
                   database: str | None = None) -> None:
     """Refuse a store whose schema objects are not what its `applied` migrations create.
 
     `where` names the store in the message; `database` is its name on `con` (default: the
     connection's own database). Only names are reported: a refused store's SQL is never shown."""
-    if database is None:
-        database = con.execute("SELECT current_database()").fetchone()[0]
-    wrong = differences(catalog(con, database), reference(applied))
+    wrong = differences(catalog(con, database or current_database(con)), reference(applied))
     if wrong:
-        shown = "; ".join(wrong[:12]) + (f"; and {len(wrong) - 12} more" if len(wrong) > 12 else "")
-        raise UntrustedStoreError(
-            f"{where}: refused: this store's schema is not the one Faultline creates ({shown}). "
-            "A store is read as untrusted input: its views, macros and column definitions run as SQL "
-            "when it is read, so only Faultline's own are accepted (docs/reliability.md#a-store-is-untrusted-input). "
-            "Rebuild it with `python -m ingest`, or export the runs you need and ingest them.")
+        _refuse(where, wrong)
+
+
+def trusted_migrations(con: duckdb.DuckDBPyConnection, where: str, database: str | None = None) -> list[str]:
+    """The migrations a store records, read only once nothing of the store can run when read.
+
+    In this order: its catalog is read (definitions as text: DuckDB's own functions, system-
+    qualified, evaluate none of them); the `schema_migrations` table must be exactly Faultline's
+    (a generated column there would run when read); only then are its rows read (a query that
+    calls no function a macro could shadow); a newer Faultline's store is refused; and every
+    object must be what those migrations create (Faultline's migrations define no function or
+    macro, so a store defining one is refused). Raises UntrustedStoreError or StoreError."""
+    database = database or current_database(con)
+    found = {k: v for k, v in catalog(con, database).items() if k not in _LEFTOVERS}
+    key = ("table", "main", "schema_migrations")
+    if key not in found:
+        applied: list[str] = []
+    else:
+        if found[key] != _migrations_table(SCHEMA_MIGRATIONS_DDL):
+            _refuse(where, differences({key: found[key]}, {key: ""}))
+        applied = [r[0] for r in con.execute(
+            f'SELECT name FROM "{database.replace(chr(34), chr(34) * 2)}".main.schema_migrations ORDER BY id').fetchall()]
+    refuse_newer(applied, where)
+    expected = reference(applied)
+    if not applied and key in found:  # set up, its first migrations not committed (killed): nothing else
+        expected = {key: found[key]}
+    if wrong := differences(found, expected):
+        _refuse(where, wrong)
+    return applied
+
+
+# The views an ingest of an earlier Faultline created in the store while it committed, and left
+# there when it was killed at that moment: inert (nothing of Faultline's reads them, and every
+# view that could name them is checked to be Faultline's own), removed by the next writer
+_LEFTOVERS = frozenset(("view", "main", f"_staged_{t}") for t in ("runs", "instances", "predictions", "transcript_steps"))
+
+
+def staging_leftovers(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The names of the staging views a killed ingest left in the store (see _LEFTOVERS)."""
+    rows = con.execute("SELECT view_name FROM system.main.duckdb_views() WHERE database_name = "
+                       "system.main.current_database() AND schema_name = 'main' AND NOT internal").fetchall()
+    return sorted(name for (name,) in rows if ("view", "main", name) in _LEFTOVERS)
+
+
+_migrations_tables: dict[str, str] = {}
+
+
+def _migrations_table(ddl: str) -> str:
+    """`schema_migrations` as DuckDB describes the table Faultline creates."""
+    if ddl not in _migrations_tables:
+        con = duckdb.connect(":memory:", config=OPEN_CONFIG)
+        try:
+            con.execute(ddl)
+            _migrations_tables[ddl] = con.execute(
+                "SELECT sql FROM system.main.duckdb_tables() WHERE table_name = 'schema_migrations'").fetchall()[0][0]
+        finally:
+            con.close()
+    return _migrations_tables[ddl]

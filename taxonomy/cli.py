@@ -6,6 +6,8 @@ import argparse
 import os
 import sys
 
+from ingest.names import json_visible, visible_output
+from ingest.numbers import NumberError, decimal_number, whole_number
 from store import FaultlineError
 
 from .budget import DEFAULT_MAX_TOKENS
@@ -27,13 +29,16 @@ def default_analyst() -> str:
 
 
 def _number(kind: type, ok, requirement: str):
-    """An argparse type: parse with `kind`, then require `ok(value)`."""
+    """An argparse type: read as a whole number (kind int) or a finite decimal (kind float) in
+    ASCII digits (ingest.numbers: int() takes "٣", float() "1e999" and "nan"), then require
+    `ok(value)`."""
+    read = whole_number if kind is int else decimal_number
 
     def parse(text: str):
         try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+            value = read(text, "", low=None)
+        except NumberError as exc:
+            raise argparse.ArgumentTypeError(exc.message) from None
         if not ok(value):
             raise argparse.ArgumentTypeError(f"{requirement}, got {value}")
         return value
@@ -44,6 +49,7 @@ def _number(kind: type, ok, requirement: str):
 _ratio = _number(float, lambda v: 0 < v <= 1, "must be in (0, 1]")
 _positive_int = _number(int, lambda v: v >= 1, "must be at least 1")
 _money = _number(float, lambda v: v >= 0, "must not be negative")
+_seconds = _number(float, lambda v: v > 0, "must be positive")
 
 
 def _prices(given: list[list[str]]) -> dict[str, tuple[float, float]]:
@@ -66,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--concurrency", type=_positive_int, default=4, help="requests in flight at once (default 4)")
         p.add_argument("--taxonomy", metavar="FILE", help="a custom taxonomy (YAML or JSON); default erroratlas-v1")
         p.add_argument("--batch-size", type=_positive_int, default=DEFAULT_BATCH_SIZE, help="titles per classification call (default 50)")
-        p.add_argument("--timeout", type=float, default=120.0, help="seconds before a request is retried (default 120)")
+        p.add_argument("--timeout", type=_seconds, default=120.0, help="seconds before a request is retried (default 120)")
         p.add_argument("--max-tokens", type=_positive_int, default=DEFAULT_MAX_TOKENS,
                        help=f"most tokens an answer may take, reasoning included (default {DEFAULT_MAX_TOKENS})")
         retry_option(p)
@@ -101,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="USD per million input and output tokens of MODEL, for a model litellm has no price for")
     v.add_argument("--api-base", help="base URL of an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
     v.add_argument("--concurrency", type=_positive_int, default=4, help="requests in flight at once (default 4)")
-    v.add_argument("--timeout", type=float, default=120.0, help="seconds before a request is retried (default 120)")
+    v.add_argument("--timeout", type=_seconds, default=120.0, help="seconds before a request is retried (default 120)")
     v.add_argument("--max-tokens", type=_positive_int, default=DEFAULT_MAX_TOKENS,
                    help=f"most tokens an answer may take, reasoning included (default {DEFAULT_MAX_TOKENS})")
     v.add_argument("--context-tokens", type=_positive_int, metavar="N",
@@ -141,7 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--out", metavar="FILE", help="where to write the adopted taxonomy YAML (default: next to the database)")
     d.add_argument("--api-base", help="base URL of an OpenAI-compatible server for the LLM analyst")
     d.add_argument("--concurrency", type=_positive_int, default=4, help="requests in flight at once (default 4)")
-    d.add_argument("--timeout", type=float, default=120.0, help="seconds before a request is retried (default 120)")
+    d.add_argument("--timeout", type=_seconds, default=120.0, help="seconds before a request is retried (default 120)")
     return ap
 
 
@@ -167,7 +173,7 @@ def _discover(args) -> int:
     found = discover(args.db, args.analyst, args.all, api_base=args.api_base, concurrency=args.concurrency,
                      timeout=args.timeout)
     if args.json:
-        print(json.dumps([c.as_json() for c in found.candidates], indent=2, ensure_ascii=False))
+        print(json_visible(json.dumps([c.as_json() for c in found.candidates], indent=2, ensure_ascii=False)))
     else:
         for c in found.candidates:
             per_model = ", ".join(f"{m} {n}" for m, n in c.per_model().items())
@@ -266,6 +272,12 @@ def _print_agreement(report) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # names and texts printed show invisible characters as <U+XXXX> (ingest/names.py)
+    with visible_output():
+        return _run(args)
+
+
+def _run(args) -> int:
     progress = sys.stderr.isatty() or bool(os.environ.get("FAULTLINE_PROGRESS"))
     try:
         if args.command == "discover":

@@ -21,6 +21,7 @@ from typing import Any, Sequence
 from ingest import files
 from ingest.errors import IngestError
 from ingest.jsonio import expect, load_json
+from ingest.numbers import NumberError, shown, whole_number
 from ingest.walk import matching_files
 from store import FaultlineError, writable_db_path, write_session
 from store.first_errors import record_labels, runs_from, transcript_lengths
@@ -117,9 +118,11 @@ def _step(log: Path, step: Any, n: int) -> int | None:
     """The labelled step as an index into `history` (Who&When writes it as a string)."""
     if step is None or (isinstance(step, str) and not step.strip()):
         return None
-    if isinstance(step, bool) or not isinstance(step, (int, str)) or not str(step).strip().lstrip("-").isdigit():
-        raise LabelsError(f"{log}: mistake_step: expected a step number, found {step!r}")
-    index = int(str(step).strip())
+    # ASCII digits only: "²".isdigit() is True but int("²") raises (and 5,000 digits do too)
+    try:
+        index = whole_number(step, "", low=None)
+    except NumberError:
+        raise LabelsError(f"{log}: mistake_step: expected a step number, found {shown(step)}") from None
     if not 0 <= index < n:
         raise LabelsError(f"{log}: mistake_step {index} is not a step of its history (steps 0 to {n - 1})")
     return index

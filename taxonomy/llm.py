@@ -26,6 +26,7 @@ import email.utils
 import errno
 import hashlib
 import json
+import math
 import os
 import random
 import re
@@ -36,6 +37,7 @@ from typing import Any, Callable
 
 import duckdb
 
+from ingest.numbers import number_or_none
 from store import FaultlineError, StoreError, write_session
 from store.analysis import Batch, now, save_batch
 from .budget import DEFAULT_MAX_TOKENS, Budget, max_output_tokens, price, prompt_token_bound, usage_bound
@@ -224,11 +226,16 @@ def _retry_after(exc: Exception) -> float | None:
     value = headers.get("retry-after") if headers is not None else None
     if not value:
         return None
+    # seconds in ASCII digits (ingest.numbers: float() also takes "nan", "1e999" and "٣"), else
+    # an HTTP date; a header that is neither is no wait asked for
+    seconds = number_or_none(value) if isinstance(value, str) else None
+    if seconds is not None:
+        return max(0.0, seconds) if math.isfinite(seconds) else None
     try:
-        return max(0.0, float(value))
-    except ValueError:
         parsed = email.utils.parsedate_to_datetime(value)
-        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+    except (TypeError, ValueError, IndexError):
+        return None
+    return max(0.0, parsed.timestamp() - time.time()) if parsed else None
 
 
 class LLMClient:

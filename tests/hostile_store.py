@@ -89,3 +89,57 @@ def make_hostile(db: Path, secret: Path) -> Path:
     finally:
         con.close()
     return db
+
+
+def make_unlocking(db: Path, secret: Path) -> Path:
+    """The store of issue 38: each defence defeated on its own, all at once.
+
+    - `current_setting` answers true for `lock_configuration` (and NULL otherwise), so a check
+      asking whether its connection is already locked believes it is;
+    - `duckdb_tables()`, `duckdb_views()` and `duckdb_functions()` are table macros that answer
+      what the store held before it was rewritten, so a catalog check through them sees
+      Faultline's schema;
+    - its tables are renamed and replaced by views that append the canary file and the process
+      environment to every text a page, a command or MCP shows.
+    """
+    seed(db, rows())
+    leak = _leak(secret)
+    con = duckdb.connect(str(db))
+    try:
+        # what the catalog looked like before: the hiding macros answer with it
+        con.execute("CREATE TABLE zz_tables AS SELECT * FROM duckdb_tables()")
+        con.execute("CREATE TABLE zz_views AS SELECT * FROM duckdb_views() WHERE NOT internal")
+        for table, column in (("runs", "model"), ("predictions", "output_text"), ("latest_labels", "error_title"),
+                              ("analyses", "error_summary")):
+            names = [r[0] for r in con.execute(
+                "SELECT column_name FROM duckdb_columns() WHERE table_name = ? ORDER BY column_index", [table]).fetchall()]
+            if column not in names:
+                continue
+            con.execute(f"ALTER TABLE {table} RENAME TO zz_{table}")
+            con.execute(f"CREATE VIEW {table} AS SELECT * REPLACE ({column} || {leak} AS {column}) FROM zz_{table}")
+        con.execute("CREATE MACRO current_setting(x) AS CASE WHEN x = 'lock_configuration' THEN true ELSE NULL END")
+        con.execute("CREATE MACRO duckdb_tables() AS TABLE SELECT * FROM zz_tables")
+        con.execute("CREATE MACRO duckdb_views() AS TABLE SELECT * FROM zz_views "
+                    "UNION ALL SELECT * FROM system.main.duckdb_views() WHERE internal")
+        con.execute("CREATE MACRO duckdb_functions() AS TABLE SELECT * FROM system.main.duckdb_functions() "
+                    "WHERE internal")
+    finally:
+        con.close()
+    return db
+
+
+def make_generated_migrations(db: Path) -> Path:
+    """A store whose `schema_migrations.name` is a generated column reading a host setting (its
+    temp folder's path): a check that reads the table before the catalog runs it, and a
+    refusal that repeats the names would show the path."""
+    seed(db, rows())
+    con = duckdb.connect(str(db))
+    try:
+        con.execute("ALTER TABLE schema_migrations RENAME TO zz_migrations")
+        con.execute("CREATE TABLE schema_migrations (id INTEGER PRIMARY KEY, stem VARCHAR, "
+                    "name VARCHAR AS (stem || current_setting('temp_directory')), applied_at TIMESTAMP NOT NULL)")
+        con.execute("INSERT INTO schema_migrations (id, stem, applied_at) SELECT id, name, applied_at FROM zz_migrations")
+        con.execute("DROP TABLE zz_migrations")
+    finally:
+        con.close()
+    return db

@@ -1,11 +1,13 @@
-"""A real HTTP file server on 127.0.0.1 for the store-at-a-URL tests: serves bytes per path with an
-ETag and Last-Modified, answers conditional GETs with 304, and records every request (path,
-headers, status) so tests can count downloads and inspect what was sent."""
+"""A real HTTP file server on 127.0.0.1 (or another loopback address) for the store-at-a-URL tests:
+serves bytes per path with an ETag and Last-Modified, answers conditional GETs with 304, and
+records every request (path, headers, status, when) and counts every connection it accepts, so
+tests can count downloads, see what was sent, and that nothing connected at all."""
 
 from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -17,9 +19,11 @@ class StoreServer:
     set, answers that path instead: a function of the request handler (a server that trickles,
     never answers, cuts a body short, redirects in a loop...)."""
 
-    def __init__(self, files: dict[str, bytes] | None = None, auth: str | None = None):
+    def __init__(self, files: dict[str, bytes] | None = None, auth: str | None = None, host: str = "127.0.0.1"):
         self.files: dict[str, tuple[bytes, str, str]] = {}
         self.auth = auth
+        self.host = host
+        self.connections = 0  # TCP connections accepted (a client that connects and sends nothing counts too)
         self.log: list[dict] = []
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
@@ -38,7 +42,7 @@ class StoreServer:
             self.files[path] = (data, etag, modified)
 
     def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
+        return f"http://{self.host}:{self.port}{path}"
 
     @property
     def base(self) -> str:
@@ -62,7 +66,7 @@ class StoreServer:
                 if special is not None:
                     with server._lock:
                         server.log.append({"path": self.path, "headers": dict(self.headers.items()),
-                                           "status": "special"})
+                                           "status": "special", "at": time.monotonic()})
                     try:
                         special(self)
                     except OSError:
@@ -83,7 +87,8 @@ class StoreServer:
                     else:
                         status, body = 200, data
                 with server._lock:
-                    server.log.append({"path": self.path, "headers": headers, "status": status})
+                    server.log.append({"path": self.path, "headers": headers, "status": status,
+                                       "at": time.monotonic()})
                 self.send_response(status)
                 for k, v in extra.items():
                     self.send_header(k, v)
@@ -93,7 +98,13 @@ class StoreServer:
                 if status != 304:
                     self.wfile.write(body)
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            def process_request(self, request, client_address):
+                with server._lock:
+                    server.connections += 1
+                super().process_request(request, client_address)
+
+        self._httpd = Server((self.host, 0), Handler)
         self._httpd.daemon_threads = True
         self.port = self._httpd.server_address[1]
         threading.Thread(target=self._httpd.serve_forever, daemon=True).start()

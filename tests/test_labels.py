@@ -53,9 +53,14 @@ def test_bad_labels_are_named_and_nothing_is_written(tmp_path, tmp_db):
     ingest(folder(tmp_path / "other"), tmp_db)  # another folder's logs: these are not in the store
     missing = run_module("taxonomy", "labels", logs, "--db", tmp_db)
     assert missing.returncode == 2 and f"{logs / '1.json'}: its run is not in the store" in missing.stderr
-    for step, problem in (("two", "mistake_step: expected a step number, found 'two'"),
-                          ("4", "mistake_step 4 is not a step of its history (steps 0 to 3)")):
-        bad = folder(tmp_path / f"bad-{step}", step=step)
+    for n, (step, problem) in enumerate((
+            ("two", "mistake_step: expected a step number, found 'two'"),
+            ("4", "mistake_step 4 is not a step of its history (steps 0 to 3)"),
+            # "²".isdigit() is True but int("²") raised: a traceback; int("٣") is 3
+            ("²", "mistake_step: expected a step number, found '²'"),
+            ("٣", "mistake_step: expected a step number, found '٣'"),
+            ("7" * 5000, "mistake_step: expected a step number, found " + repr("7" * 40) + "… (5,000 characters)"))):
+        bad = folder(tmp_path / f"bad-{n}", step=step)
         ingest(bad, tmp_db)
         done = run_module("taxonomy", "labels", bad, "--db", tmp_db)
         assert done.returncode == 2 and f"{bad / '1.json'}: {problem}" in done.stderr

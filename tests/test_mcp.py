@@ -549,6 +549,19 @@ def test_other_mistakes_say_what_to_do(demo_db, tmp_path):
     assert is_error and "python -m ingest PATH" in data["error"]
 
 
+@pytest.mark.parametrize("cursor, shown", [
+    ("²", "'²'"),                                            # "²".isdigit() is True, int("²") raised
+    ("٣", "'٣'"),                                            # int("٣") is 3: only ASCII digits count
+    ("7" * 5000, repr("7" * 40) + "… (5,000 characters)"),  # int() of 5,000 digits raised
+    ("-1", "'-1'"),
+])
+def test_a_cursor_not_of_ascii_digits_is_an_error_answer(demo_db, cursor, shown):
+    for tool in ("loaded", "failures"):
+        data, is_error = ask(demo_db, tool, cursor=cursor)
+        assert is_error and data["error"] == (f"cursor {shown} is not one this server gave: pass the page's "
+                                              "next_cursor (a number of rows to skip), or leave it out for the first page")
+
+
 def test_a_list_of_known_names_too_long_for_the_bound_is_cut_and_counted():
     names = [f"org/model-{i:05d}-with-a-long-name" for i in range(50_000)]
     text = error("unknown model 'x'", DEFAULT_TOKENS, did_you_mean=[], known_models=names)

@@ -229,7 +229,8 @@ def test_what_is_not_a_store_of_this_faultline_is_refused(tmp_path, inputs):
     plain = tmp_path / "plain.duckdb"
     duckdb.connect(str(plain)).execute("CREATE TABLE t (x INTEGER)").close()
     for source, message in (
-        (newer, f"{newer}: made by a newer Faultline (migrations 999_from_the_future); upgrade Faultline"),
+        (newer, f"{newer} has migrations this Faultline does not know (999_from_the_future): a newer "
+                "Faultline wrote it; upgrade Faultline"),
         (plain, f"{plain}: a DuckDB database, but not a Faultline store (no schema_migrations table)"),
         (inputs[0], f"{inputs[0]}: not a DuckDB database"),
         (tmp_path / "missing.duckdb", f"{tmp_path / 'missing.duckdb'}: no such store"),

@@ -85,15 +85,23 @@ def test_a_store_connection_reaches_no_file_and_cannot_be_unlocked(hostile, tmp_
         con.close()
 
 
-def test_a_hostile_store_is_refused_naming_each_object(hostile):
+def _refusals(path) -> list[str]:
+    """What reading and writing the store at `path` refuse it with (each must refuse it)."""
     from store import UntrustedStoreError, read_connection, write_session
 
+    said = []
     for opener in (read_connection, write_session):
         with pytest.raises(UntrustedStoreError) as err:
-            with opener(hostile):
+            with opener(path):
                 pass
-        assert f"{hostile}: refused: this store's schema is not the one Faultline creates ({REFUSED_OBJECTS})" in str(err.value)
-        assert not _leaks(str(err.value))
+        said.append(str(err.value))
+    return said
+
+
+def test_a_hostile_store_is_refused_naming_each_object(hostile):
+    for said in _refusals(hostile):
+        assert f"{hostile}: refused: this store's schema is not the one Faultline creates ({REFUSED_OBJECTS})" in said
+        assert not _leaks(said)
 
 
 def test_an_untouched_store_of_every_vintage_is_accepted(tmp_path):
@@ -371,3 +379,143 @@ def test_untrusted_store_browser(hostile, tmp_path, canary_env):
         assert "refused: this store\u2019s schema is not the one Faultline creates" in body.replace("'", "\u2019"), path
         assert str(tmp_path) not in body, path  # read-only: no server path
     assert not _leaks((tmp_path / "streamlit.log").read_text())
+
+
+# ------------------------------------------------------------------ a store that unlocks its own connection (issue 38)
+
+UNLOCKING_OBJECTS = ("macro current_setting (not Faultline's); macro duckdb_functions (not Faultline's); "
+                     "macro duckdb_tables (not Faultline's); macro duckdb_views (not Faultline's)")
+
+
+@pytest.fixture
+def unlocking(tmp_path) -> Path:
+    from tests.hostile_store import make_unlocking
+
+    return make_unlocking(tmp_path / "unlocking.duckdb", canary_file(tmp_path))
+
+
+def test_the_unlocking_store_fools_checks_made_through_its_own_names(unlocking, canary_env):
+    """What the store does to a connection that asks it (the fixture is as hostile as issue 38
+    says): it claims the configuration is locked, hides its objects from the catalog functions
+    called by their plain names, and its views read the host once external access is on."""
+    con = duckdb.connect(str(unlocking), read_only=True)
+    try:
+        assert con.execute("SELECT current_setting('lock_configuration')").fetchall() == [(True,)]
+        assert con.execute("SELECT current_setting('enable_external_access')").fetchall() == [(None,)]
+        assert con.execute("SELECT count(*) FROM duckdb_functions() WHERE NOT internal").fetchall() == [(0,)]
+        hidden = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        assert "zz_runs" not in hidden and "runs" in hidden
+        assert _leaks(" ".join(r[0] for r in con.execute("SELECT model FROM runs").fetchall()))
+    finally:
+        con.close()
+
+
+def test_the_unlocking_store_is_refused_naming_its_macros(unlocking):
+    for said in _refusals(unlocking):
+        assert UNLOCKING_OBJECTS in said
+        assert ("table runs (missing); table zz_analyses (not Faultline's); table zz_latest_labels (not Faultline's); "
+                "table zz_predictions (not Faultline's); table zz_runs (not Faultline's); and 6 more)") in said
+        assert not _leaks(said)
+
+
+def test_a_store_connection_is_locked_whatever_the_store_answers(unlocking, tmp_path):
+    """The first wall alone: the restrictions are in the connection's configuration from the
+    start and read back by DuckDB's own functions, so a store's `current_setting` changes nothing."""
+    con = trust.connect(str(unlocking), read_only=True)
+    try:
+        assert trust.setting(con, "enable_external_access") is False
+        assert trust.setting(con, "lock_configuration") is True
+        assert con.execute("SELECT current_setting('lock_configuration')").fetchall() == [(True,)]  # the store's
+        for sql in ("SELECT model FROM runs", "SELECT output_text FROM outcomes",
+                    f"SELECT * FROM read_text('{tmp_path / 'host-secret.txt'}')"):
+            with pytest.raises(duckdb.PermissionException, match="file system operations are disabled") as err:
+                con.execute(sql).fetchall()
+            assert not _leaks(str(err.value))
+        with pytest.raises(duckdb.Error, match="locked"):
+            con.execute("SET enable_external_access = true")
+    finally:
+        con.close()
+    # a second connection of the process to the same file shares the locked database
+    first, second = trust.connect(str(unlocking), read_only=True), trust.connect(str(unlocking), read_only=True)
+    try:
+        assert trust.setting(second, "enable_external_access") is False
+    finally:
+        first.close()
+        second.close()
+
+
+def test_allow_lists_are_set_without_calling_anything_the_store_defines(tmp_path):
+    """`SET allowed_paths = [...]` evaluates its list through `list_value`, which a store's macro
+    can shadow (to allow '/'): the paths are given as a parameter and read back."""
+    db = tmp_path / "lists.duckdb"
+    seed(db, rows())
+    con = duckdb.connect(str(db))
+    con.execute("CREATE MACRO list_value(a) AS ['/'], (a, b) AS ['/']")
+    con.close()
+    other = tmp_path / "other.duckdb"
+    con = trust.connect(str(db), read_only=True, allowed_paths=[str(other), f"{other}.wal"])
+    try:
+        assert set(trust.setting(con, "allowed_paths")) >= {str(other), f"{other}.wal"}
+        assert "/" not in trust.setting(con, "allowed_paths")
+        assert not [d for d in trust.setting(con, "allowed_directories") if d.rstrip("/") in ("", str(tmp_path))]
+        with pytest.raises(duckdb.PermissionException):
+            con.execute(f"SELECT * FROM read_text('{tmp_path / 'host-secret.txt'}')").fetchall()
+    finally:
+        con.close()
+
+
+def test_commands_mcp_and_pages_on_the_unlocking_store_leak_nothing(unlocking, tmp_path, monkeypatch, canary_env):
+    from streamlit.testing.v1 import AppTest
+
+    from stats.answers import Settings
+    from stats.mcp_server import build_server
+    from tests.test_mcp import session
+
+    report = tmp_path / "report.html"
+    runs = {
+        "stats accuracy": run_module("stats", "accuracy", "--json", "--db", unlocking, env=canary_env),
+        "stats compare": run_module("stats", "compare", A, B, "--json", "--db", unlocking, env=canary_env),
+        "stats report": run_module("stats", "report", "--db", unlocking, "--out", report, env=canary_env),
+        "taxonomy analyze": run_module("taxonomy", "analyze", "--db", unlocking, "--analyst", "offline", env=canary_env),
+        "ingest --migrate": run_module("ingest", "--migrate", unlocking, env=canary_env),
+    }
+    assert {name: _leaks(r.stdout + r.stderr) for name, r in runs.items()} == {name: [] for name in runs}
+    for name, r in runs.items():
+        assert r.returncode == 2 and "Traceback" not in r.stderr, (name, r.stderr)
+        assert UNLOCKING_OBJECTS in r.stderr, name
+    assert not report.exists()
+    # MCP: every tool answers with the refusal, nothing of the host
+    calls = [("loaded", {}), ("results", {}), ("compare", {"a": A, "b": B}), ("failures", {}),
+             ("question", {"dataset": "ds", "instance_id": "q0"}), ("suspects", {})]
+    answers = session(build_server(Settings(db=str(unlocking), base_url="http://localhost:8501")), calls)
+    assert [_leaks(text) for text, _ in answers] == [[]] * len(calls)
+    assert all(is_error and "refused: this store" in text for text, is_error in answers), answers
+    # the pages of a read-only hosted dashboard
+    monkeypatch.setenv("FAULTLINE_READ_ONLY", "1")
+    monkeypatch.setenv("FAULTLINE_DB", str(unlocking))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.query_params.update({"a": A, "b": B})
+    at.run()
+    for page in [None, *PAGES]:
+        if page is not None:
+            at.switch_page(f"pages/{page}")
+            at.run()
+        assert not _leaks(_page_text(at)), page
+        assert not at.exception, page
+        assert any("refused: this store" in e.value for e in at.error), page
+
+
+def test_a_generated_column_in_the_migrations_table_never_runs(tmp_path, canary_env):
+    """schema_migrations is the first table read: its definition is checked before its rows are,
+    so its generated `name` (the host's temp folder) is never computed nor shown."""
+    from tests.hostile_store import make_generated_migrations
+
+    db = make_generated_migrations(tmp_path / "generated.duckdb")
+    temp_folder = f"{db}.tmp"
+    for args in (("stats", "accuracy", "--json", "--db", db), ("ingest", "--migrate", db),
+                 ("ingest", "merge", db, "--db", tmp_path / "merged.duckdb")):
+        r = run_module(*args, env=canary_env)
+        assert r.returncode == 2 and "Traceback" not in r.stderr, (args, r.stderr)
+        assert "table schema_migrations (changed)" in r.stderr, (args, r.stderr)
+        assert temp_folder not in r.stdout + r.stderr and ".tmp" not in r.stderr.replace(str(db), ""), r.stderr
+    assert not (tmp_path / "merged.duckdb").exists()

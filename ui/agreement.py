@@ -15,6 +15,7 @@ from .data import load
 from .filters import Filters
 from .share import page_url
 from .tables import show_table
+from .text import visible
 
 
 def _instance_links(frame: pl.DataFrame, f: Filters, analyst: str) -> pl.DataFrame:
@@ -34,7 +35,7 @@ def panel(analyst: str, f: Filters) -> str:
     st.subheader("How far to trust these labels")
     names = [n for n, _ in load(sa.analyst_names)]
     if analyst not in names:
-        st.text(f"{analyst} has no classified failures to measure yet.")  # a model name: text, not Markdown
+        st.text(visible(f"{analyst} has no classified failures to measure yet."))  # a model name: text, not Markdown
         return "reviews"
     choices = ["reviews"] + [n for n in names if n != analyst]
     against = st.selectbox("Compare with", choices, key="against", bind="query-params",
@@ -79,7 +80,7 @@ def review_queue(analyst: str, f: Filters) -> None:
         per = st.slider("Labels per category and model", 1, 5, 2, key="per_stratum")
         queue = load(sa.review_queue, analyst=analyst, per_stratum=per, **f.kwargs())
         if queue.is_empty():
-            st.text(f"Every classified failure of {analyst} has a review.")
+            st.text(visible(f"Every classified failure of {analyst} has a review."))
             return
         st.caption(f"{queue.height} unreviewed labels, up to {per} per (category, model): a few dozen reviews "
                    "spread like this give a usable κ on the taxonomy page.")

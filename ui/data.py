@@ -17,6 +17,7 @@ import concurrent.futures
 import importlib
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Any, Callable
 
@@ -24,6 +25,7 @@ import duckdb
 import streamlit as st
 
 import store
+from ingest.numbers import NumberError, decimal_number
 from store import queries as q
 
 from .text import md
@@ -35,9 +37,15 @@ _WORKERS = concurrent.futures.ThreadPoolExecutor(max_workers=8, thread_name_pref
 
 
 def query_timeout() -> float:
+    """FAULTLINE_QUERY_TIMEOUT in seconds (ASCII digits, ingest.numbers: float() takes "nan" and
+    "inf"); a value that is not a number is said in the server's log and the default used."""
+    raw = os.environ.get(QUERY_TIMEOUT_ENV)
+    if raw is None or not raw.strip():
+        return 60.0
     try:
-        return max(float(os.environ.get(QUERY_TIMEOUT_ENV, "60")), 0.1)
-    except ValueError:
+        return max(decimal_number(raw, QUERY_TIMEOUT_ENV, what="a number of seconds"), 0.1)
+    except NumberError as exc:
+        print(f"warning: {exc.message}; queries are given 60 s", file=sys.stderr)
         return 60.0
 
 

@@ -15,7 +15,7 @@ from store import queries as q
 
 from .data import load
 from .nav import menu
-from .text import md
+from .text import md, visible
 from .urlstate import seed_list, seed_one
 
 
@@ -59,7 +59,8 @@ def sidebar_filters() -> Filters:
             if not opts[key]:
                 values[key] = []
                 continue
-            values[key] = st.multiselect(label, opts[key], **seed_list(key, opts[key]))
+            # invisible characters in a name shown as <U+XXXX> (the URL keeps the name itself)
+            values[key] = st.multiselect(label, opts[key], format_func=visible, **seed_list(key, opts[key]))
         splits = [q.MAIN_SPLIT, *opts["splits"], q.ALL_SPLITS]
         if (asked := st.query_params.get("split")) is not None and asked not in splits:
             unknown.append(("splits", asked))
@@ -141,7 +142,7 @@ def threshold_knobs(datasets: list[str]) -> tuple[dict[str, float], list[str]]:
 
 
 def _split_label(split: str) -> str:
-    return {q.MAIN_SPLIT: "main split of each run", q.ALL_SPLITS: "all splits"}.get(split, split)
+    return {q.MAIN_SPLIT: "main split of each run", q.ALL_SPLITS: "all splits"}.get(split, visible(split))
 
 
 def analyst_picker(filters: Filters) -> str | None:
@@ -156,5 +157,5 @@ def analyst_picker(filters: Filters) -> str | None:
         st.warning(f"The link names analyst “{md(asked)}”, who has no analyses here; showing "
                    f"{md(names[0])}.", icon=":material/link_off:")
     with st.sidebar:
-        return st.selectbox("Analyst", names, format_func=lambda a: f"{a} ({counts[a]} analyses)",
+        return st.selectbox("Analyst", names, format_func=lambda a: f"{visible(a)} ({counts[a]} analyses)",
                             **seed_one("analyst", names, names[0]))

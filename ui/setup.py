@@ -20,7 +20,7 @@ from ingest.passfail import asked
 
 from . import jobs
 from .data import public_message, read_only
-from .text import md, md_lines
+from .text import md, md_lines, visible
 from .uploads import UPLOAD_TYPES, UploadRefused, allowed_path, data_roots, save_uploads
 
 
@@ -183,7 +183,7 @@ def _job_status() -> None:
             with st.expander(f"Earlier jobs ({len(started) - 1})"):
                 for earlier in reversed(started[:-1]):
                     said = earlier.problem() if earlier.returncode else earlier.last_line()
-                    st.text(f"{earlier.label} — {earlier.state}: {public_message(said)}")
+                    st.text(visible(f"{earlier.label} — {earlier.state}: {public_message(said)}"))
     if started and not jobs.running() and st.session_state.get("_jobs_seen") != len(started):
         # a job just finished: rerun the whole page so it shows the new data
         st.session_state["_jobs_seen"] = len(jobs.jobs())

@@ -12,6 +12,10 @@ text as it is (it is rendered as text there, never as a formula).
 
 A table that cannot be drawn (a column name with a NUL byte made the dataframe renderer panic
 and left the page running for ever) is said so on the page, without a traceback.
+
+Invisible and direction-changing characters (Unicode category Cf) in text cells and column names
+are shown as `<U+XXXX>` (ingest.names.visible), on the page and in the CSV alike: an output
+"safe\\u202eexe.txt" would otherwise read "safetxt.exe" in its cell.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from typing import Any
 
 import polars as pl
 import streamlit as st
+
+from ingest.names import visible
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -68,8 +74,28 @@ def _frame(data: Any) -> pl.DataFrame:
 
 
 def safe_name(name: str) -> str:
-    """A column name the renderer can take: control characters shown as escapes (`\\x00`)."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", name)
+    """A column name the renderer can take: control characters shown as escapes (`\\x00`),
+    invisible ones as `<U+XXXX>`."""
+    return visible(_CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", name))
+
+
+# Rust's regex (polars) finds the cells that need `visible` in one pass over a column; only those
+# columns are then rewritten, in Python (map_elements, which holds the GIL per element, once hung
+# the server under load)
+_FORMAT_CHARACTER = r"\p{Cf}"
+
+
+def visible_cells(frame: pl.DataFrame) -> pl.DataFrame:
+    """`frame` with every text cell holding an invisible character shown by `visible`."""
+    changed = {}
+    for name, dtype in frame.schema.items():
+        if dtype != pl.String:
+            continue
+        column = frame.get_column(name)
+        if column.str.contains(_FORMAT_CHARACTER).any():
+            changed[name] = pl.Series(name, [None if v is None else visible(v) for v in column.to_list()],
+                                      dtype=pl.String)
+    return frame.with_columns(**changed) if changed else frame
 
 
 def _labels(columns: list[str], config: dict | None) -> tuple[list[str], dict[str, str]]:
@@ -95,7 +121,7 @@ def show_table(data: Any, *, name: str, where=None, column_config: dict | None =
     container to draw in (a column, a tab), the page by default. Returns what st.dataframe does
     (its selection, with `on_select`)."""
     place = where if where is not None else st
-    frame = _frame(data)
+    frame = visible_cells(_frame(data))
     renamed = {c: safe_name(c) for c in frame.columns if safe_name(c) != c}
     if renamed:
         frame = frame.rename(renamed)

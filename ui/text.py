@@ -5,17 +5,41 @@ metric labels. Data (outputs, references, choices, titles, summaries, notes, mod
 parameters) goes to st.text / st.code / dataframe cells, or through `md` (a one-line label with
 every Markdown character escaped) or `html_text` (HTML with every Markdown character turned into
 an entity and no newline, so neither an HTML tag nor a Markdown construct can form).
+
+Every one of them also shows invisible and direction-changing characters (Unicode category Cf:
+zero-width spaces, direction marks and overrides, the byte-order mark, the soft hyphen) as
+`<U+XXXX>` (`visible`): a tool result "safe\\u202eexe.txt" would otherwise read "safetxt.exe",
+and two model names that differ by a zero-width space would look the same. Text drawn another
+way (st.code, st.json, table cells, widget options) goes through `visible` / `visible_data`
+first. What is stored stays as the log gave it.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import sys
+from typing import Any
 
 import streamlit as st
 
+from ingest.names import visible
+from ingest.numbers import NumberError, whole_number
+
+
+def _display_chars(default: int = 20000) -> int:
+    raw = os.environ.get("FAULTLINE_DISPLAY_CHARS")
+    if raw is None or not raw.strip():
+        return default
+    try:
+        return whole_number(raw, "FAULTLINE_DISPLAY_CHARS", low=1, what="a number of characters")
+    except NumberError as exc:  # said in the server's log; a page never fails on it
+        print(f"warning: {exc.message}; pages show {default:,} characters of a text", file=sys.stderr)
+        return default
+
+
 # A 200 MB output took the app to 1.7 GB and past the websocket's message size: cut for display.
-DISPLAY_CHARS = int(os.environ.get("FAULTLINE_DISPLAY_CHARS", "20000"))
+DISPLAY_CHARS = _display_chars()
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=&\"'^%@])")
 _AUTOLINK = re.compile(r"(?i):(?=//)|www(?=\.)|(?=@)")
@@ -32,10 +56,23 @@ def cut_note(cut: int) -> str:
     return f"[… {cut:,} more characters not shown; the full text is in the store]"
 
 
+def visible_data(value: Any) -> Any:
+    """A JSON-like value (for st.json, a table's cells) with every string in it `visible`."""
+    if isinstance(value, str):
+        return visible(value)
+    if isinstance(value, dict):
+        return {visible_data(k): visible_data(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [visible_data(v) for v in value]
+    return value
+
+
 def md(text, limit: int = 300) -> str:
     """One line of data made safe to put inside Markdown (labels, captions, headers)."""
     one_line = " ".join(str(text if text is not None else "").split())
     one_line, cut = clip(one_line, limit)
+    # invisible characters as <U+XXXX> first: the zero-width space below is ours, not the data's
+    one_line = visible(one_line)
     # Streamlit's GFM turns URLs, www. names and e-mail addresses in plain text into live links
     # even when escaped; a zero-width space keeps them from matching
     one_line = _AUTOLINK.sub(lambda m: m.group(0) + "\u200b", one_line)
@@ -46,6 +83,7 @@ def md_lines(text, limit: int = 8000) -> str:
     """Several lines of data made safe for Markdown, each kept on its own line (indented ones
     indented): a whole error message, never cut after its first line."""
     lines, cut = clip(str(text if text is not None else ""), limit)
+    lines = visible(lines)
     out = []
     for line in lines.splitlines():
         indent = len(line) - len(line.lstrip(" "))
@@ -56,14 +94,14 @@ def md_lines(text, limit: int = 8000) -> str:
 def html_text(text: str) -> str:
     """HTML-escaped text whose Markdown characters are entities and newlines are <br>: safe
     inside st.markdown(unsafe_allow_html=True) whatever the text holds."""
-    escaped = _ENTITY_SPECIAL.sub(lambda m: f"&#{ord(m.group(0))};", text)
+    escaped = _ENTITY_SPECIAL.sub(lambda m: f"&#{ord(m.group(0))};", visible(text))
     return escaped.replace("\r\n", "\n").replace("\r", "\n").replace("\n", "<br>")
 
 
 def show(text: str | None, limit: int = DISPLAY_CHARS) -> None:
     """A block of data as plain text, cut with a visible note when very long."""
     shown, cut = clip(text, limit)
-    st.text(shown if shown else "(empty)")
+    st.text(visible(shown) if shown else "(empty)")
     if cut:
         st.caption(cut_note(cut))
 
@@ -73,4 +111,4 @@ def cell(text: str | None, limit: int = 2000) -> str | None:
     if text is None:
         return None
     shown, cut = clip(text, limit)
-    return shown + (f" [… {cut:,} more characters]" if cut else "")
+    return visible(shown) + (f" [… {cut:,} more characters]" if cut else "")

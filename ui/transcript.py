@@ -15,12 +15,13 @@ import math
 
 import streamlit as st
 
+from ingest.numbers import NumberError, whole_number
 from stats import fmt
 from store import transcripts as tr
 
 from . import evidence
 from .data import load
-from .text import clip, cut_note, md
+from .text import clip, cut_note, md, visible
 
 # characters of a step's text shown before "show all"; a step is a line of the timeline, not a page
 PREVIEW_CHARS = 600
@@ -34,8 +35,8 @@ def linked_step(size: int) -> int | None:
     if raw is None:
         return None
     try:
-        step = int(raw)
-    except ValueError:
+        step = whole_number(raw, "step")  # ASCII digits only: int() takes "٣", "²".isdigit() is True
+    except NumberError:
         step = None
     if step is None or not 0 <= step < size:  # step_index is 0-based and dense (docs/store.md)
         st.warning(f"The link names step “{md(raw)}”, which this transcript of "
@@ -106,7 +107,7 @@ def _body(s: dict, quote: str | None, key: str) -> None:
                     shown = json.dumps(json.loads(s["tool_arguments"]), indent=2, ensure_ascii=False)
                 except ValueError:
                     shown = s["tool_arguments"]
-                st.code(clip(shown)[0], language=None, wrap_lines=True)
+                st.code(visible(clip(shown)[0]), language=None, wrap_lines=True)
     if s["error"]:
         st.markdown(f":red[**error:** {md(s['error'], 1000)}]")
     if s["kind"] == "tool call" and text == s["tool_arguments"]:

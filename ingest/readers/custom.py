@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import itertools
 import json
 import os
 import zipfile
@@ -15,10 +16,11 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from ..errors import IngestError
 from .. import files
-from ..jsonio import parse_json
+from ..jsonio import line_too_long, read_jsonl
 from ..limits import ArchiveReader, Limits, human
 from ..options import ReadOptions
 from ..names import canonical_dataset, check_name, question_hash
+from ..numbers import number_or_none, shown
 from ..passfail import is_finite, make_rule
 from ..evidence import common
 from ..records import InstanceRecord, JudgeNote, ParsedRun, PredictionRecord, Reference, RunRecord
@@ -102,10 +104,10 @@ class CustomRow(BaseModel):
         if isinstance(v, bool):
             return float(v)
         if isinstance(v, str):
-            try:
-                return float(v)
-            except ValueError:
-                raise ValueError(f"{v!r} is not a number") from None
+            number = number_or_none(v)  # ASCII digits only: float() reads "١" and "1_0"
+            if number is None:
+                raise ValueError(f"{shown(v)} is not a number")
+            return number
         return v
 
     @field_validator("correct", mode="before")
@@ -169,8 +171,32 @@ def _parquet_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         raise IngestError(f"{path}: not a readable Parquet file ({exc})") from None
 
 
+class Uncomputed:
+    """A formula cell of a workbook that holds no value: the program that wrote the file never
+    computed it (Excel and LibreOffice store each formula's last value beside it; openpyxl,
+    pandas and most generators do not). Read as a column's value, it is refused (`read`)."""
+
+    def __init__(self, sheet: str, cell: str, formula: str) -> None:
+        self.sheet, self.cell, self.formula = sheet, cell, formula
+
+    def __str__(self) -> str:  # what the run's content hash sees
+        return f"{self.formula} (not computed)"
+
+    def problem(self, path: Path, column: str | None) -> str:
+        """The refusal; `column` None: the cell is in the header row."""
+        formula = self.formula if len(self.formula) <= 60 else self.formula[:60] + "…"
+        where = "the header" if column is None else f"column {column!r}"
+        return (f"{path}: sheet {self.sheet!r}, cell {self.cell} ({where}): a formula ({formula}) whose "
+                "value was never computed — the file holds no value for it (it was written by a program, not "
+                "saved by a spreadsheet); open and save it in Excel or LibreOffice, or export it as CSV")
+
+
 def _xlsx_rows(path: Path, limits: Limits) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(sheet row number, row) of an Excel workbook's first sheet; the first row is the header."""
+    """(sheet row number, row) of an Excel workbook's first sheet; the first row is the header.
+
+    A formula cell reads as the value the spreadsheet last computed for it (stored in the file
+    beside the formula); one with no such value is an `Uncomputed`, never an empty cell: the
+    workbook is read twice in step, once for the values and once for which cells are formulas."""
     import openpyxl
     from openpyxl.utils.exceptions import InvalidFileException
 
@@ -178,18 +204,31 @@ def _xlsx_rows(path: Path, limits: Limits) -> Iterator[tuple[int, dict[str, Any]
         with zipfile.ZipFile(path) as archive:  # a workbook is a zip: refuse a bomb before opening it
             ArchiveReader(archive, path, limits).check_declared(archive.namelist())
         book = openpyxl.load_workbook(path, read_only=True, data_only=True)
+        formulas = openpyxl.load_workbook(path, read_only=True, data_only=False)
     except FileNotFoundError:
         raise IngestError(f"{path}: file not found") from None
     except (zipfile.BadZipFile, InvalidFileException, KeyError, OSError, ValueError) as exc:
         raise IngestError(f"{path}: not a readable .xlsx workbook ({exc})") from None
     try:
         sheet = book.worksheets[0]
-        rows = sheet.iter_rows(values_only=True)
-        header = next(rows, None)
+        title = sheet.title
+
+        def rows() -> Iterator[tuple[Any, ...]]:
+            for values, cells in zip(sheet.iter_rows(values_only=True), formulas.worksheets[0].iter_rows()):
+                yield tuple(
+                    Uncomputed(title, c.coordinate, str(c.value))
+                    if v is None and getattr(c, "data_type", None) == "f" else v
+                    for v, c in itertools.zip_longest(values, cells))
+
+        read = rows()
+        header = next(read, None)
         if not header or all(h is None for h in header):
-            raise IngestError(f"{path}: the first sheet ({sheet.title}) is empty, expected a header row")
+            raise IngestError(f"{path}: the first sheet ({title}) is empty, expected a header row")
+        for h in header:
+            if isinstance(h, Uncomputed):
+                raise IngestError(h.problem(path, None))
         names = [str(h).strip() if h is not None else None for h in header]
-        for lineno, values in enumerate(rows, start=2):
+        for lineno, values in enumerate(read, start=2):
             if all(v is None for v in values):
                 continue
             named = dict(zip(names, values))
@@ -199,18 +238,37 @@ def _xlsx_rows(path: Path, limits: Limits) -> Iterator[tuple[int, dict[str, Any]
             yield lineno, {k: _cell(v) for k, v in named.items()}
     finally:
         book.close()
+        formulas.close()
 
 
 def _cell(value: Any) -> Any:
     # Excel stores ids typed as numbers as floats (12 → 12.0): an id or a label keeps its integer text
     if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
         return int(value)
-    if value is None or isinstance(value, (str, int, float, bool)):
+    if value is None or isinstance(value, (str, int, float, bool, Uncomputed)):
         return value
     return str(value)  # dates and times, as Excel shows them
 
 
+def _bounded_text_lines(path: Path, handle, cap: int) -> Iterator[str]:
+    """The lines of a text stream for csv, each refused over `cap` characters (at most a line's
+    bytes) before more of it is held: csv reads a line whole before its field limit applies."""
+    lineno = 0
+    while line := handle.readline(cap + 1):
+        lineno += 1
+        if len(line) - line.endswith(("\n", "\r")) > cap:
+            raise line_too_long(path, lineno, cap)
+        yield line
+
+
 def _text_rows(path: Path, kind: str, limits: Limits) -> Iterator[tuple[int, dict[str, Any]]]:
+    if kind == "jsonl":
+        # a line at a time, each bounded (ingest/jsonio.py); Excel's byte-order mark is skipped
+        for lineno, row in read_jsonl(path, None, limits, bom=True, tell_cut=False):
+            if not isinstance(row, dict):
+                raise IngestError(f"{path}:{lineno}: expected a JSON object, found {type(row).__name__}")
+            yield lineno, row
+        return
     # utf-8-sig: Excel starts its UTF-8 CSVs with a byte-order mark, which is not part of the header
     handle = files.open_text(path, limits, encoding="utf-8-sig", newline="")
     # a field may be as long as one text may be (csv's own default stops at 131,072 characters)
@@ -218,30 +276,22 @@ def _text_rows(path: Path, kind: str, limits: Limits) -> Iterator[tuple[int, dic
     lineno = 0
     with handle:
         try:
-            if kind == "jsonl":
-                for lineno, line in enumerate(handle, start=1):
-                    if not line.strip():
-                        continue
-                    row = parse_json(line, path, line=lineno, cut=False)
-                    if not isinstance(row, dict):
-                        raise IngestError(f"{path}:{lineno}: expected a JSON object, found {type(row).__name__}")
-                    yield lineno, row
-            else:
-                dialect = "excel-tab" if path.suffix.lower() == ".tsv" else "excel"
-                # strict: a quote left open at the end of the file is an error, not a long last field
-                reader = csv.DictReader(handle, dialect=dialect, strict=True)
-                if not reader.fieldnames:
-                    raise IngestError(f"{path}: empty file, expected a header row")
-                for row in reader:
-                    lineno = reader.line_num
-                    if None in row:
-                        raise IngestError(f"{path}:{lineno}: more fields than the header has")
-                    if None in row.values():
-                        raise IngestError(
-                            f"{path}:{lineno}: {sum(v is None for v in row.values())} field(s) fewer than the header has "
-                            "(a row cut short?)"
-                        )
-                    yield lineno, row
+            dialect = "excel-tab" if path.suffix.lower() == ".tsv" else "excel"
+            # strict: a quote left open at the end of the file is an error, not a long last field
+            reader = csv.DictReader(_bounded_text_lines(path, handle, limits.line_bytes), dialect=dialect,
+                                    strict=True)
+            if not reader.fieldnames:
+                raise IngestError(f"{path}: empty file, expected a header row")
+            for row in reader:
+                lineno = reader.line_num
+                if None in row:
+                    raise IngestError(f"{path}:{lineno}: more fields than the header has")
+                if None in row.values():
+                    raise IngestError(
+                        f"{path}:{lineno}: {sum(v is None for v in row.values())} field(s) fewer than the header has "
+                        "(a row cut short?)"
+                    )
+                yield lineno, row
         except OSError as exc:
             raise IngestError(f"{path}: cannot read: {exc.strerror or exc}") from None
         except UnicodeDecodeError as exc:
@@ -281,6 +331,9 @@ def read(path: Path, options: ReadOptions, kind: str) -> Iterator[ParsedRun]:
                     "map one with --map FIELD=COLUMN" + (" or pass --model NAME" if "model" in missing else "")
                 )
         values = {f: raw.get(col) for f, col in mapping.items() if col in raw}
+        for field, value in values.items():
+            if isinstance(value, Uncomputed):  # a formula with no value: never read as an empty cell
+                raise IngestError(value.problem(path, mapping[field]))
         try:
             row = CustomRow(**values)
         except ValidationError as exc:

@@ -33,6 +33,7 @@ from ..jsonio import expect, json_type, load_json, load_jsonl, try_parse
 from ..options import ReadOptions
 from ..passfail import HarnessAggregate, agreement, lookup, make_rule
 from ..names import canonical_dataset, question_hash
+from ..numbers import whole_or_none
 from ..records import InstanceRecord, JudgeNote, ParsedRun, PredictionRecord, Reference, RunRecord, Skipped
 from ..times import log_time
 from ..walk import files_below
@@ -341,8 +342,8 @@ def _build_run(unit, aggregate, result, remark, evaluation_id, model_id, result_
         meta = sample.metadata or {}
         instance = _instance(sample, meta, result_split, domain)
         trial = trials.get(instance.instance_id, -1) + 1
-        if str(meta.get("train_trial_index", "")).isdigit():
-            trial = int(meta["train_trial_index"])
+        if (given := whole_or_none(meta.get("train_trial_index"))) is not None and 0 <= given < 2**31:
+            trial = given
         trials[instance.instance_id] = trial
         instances.setdefault(instance.instance_id, instance)
         nulls = set(str(meta.get("faultline_null", "")).split(",")) - {""}

@@ -37,6 +37,7 @@ from ..evidence import common, judge_score, positive_int, render_messages, syste
 from ..jsonio import expect, load_json, parse_json
 from ..limits import ArchiveReader, Limits
 from ..names import canonical_dataset, question_hash
+from ..numbers import number_or_none, whole_or_none
 from ..options import ReadOptions
 from ..passfail import HarnessAggregate, PassRule, Scale, agreement, flag, is_finite, make_rule, unreadable
 from ..records import InstanceRecord, JudgeNote, ParsedRun, PredictionRecord, Reference, RunRecord
@@ -336,17 +337,13 @@ def _finish(output: Any) -> tuple[str | None, int | None]:
 
 
 def _nonfinite(value: Any) -> bool:
-    if isinstance(value, str) and _numeric_text(value):
-        value = float(value)
+    if isinstance(value, str):
+        value = number_or_none(value)
     return isinstance(value, float) and not math.isfinite(value)
 
 
 def _numeric_text(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
+    return number_or_none(text) is not None  # ASCII digits only (float() reads "١" too)
 
 
 def _header_aggregate(header: dict, result: str | None) -> HarnessAggregate | None:
@@ -470,7 +467,9 @@ def _emit(transcript: Transcript, sample: dict, steps, resolve, lengths: dict[st
 def _sample_order(name: str) -> tuple:
     match = SAMPLE_NAME.match(name)
     sample_id = match["id"]
-    return (0, int(sample_id), "") if sample_id.isdigit() else (1, 0, sample_id), int(match["epoch"])
+    # ASCII digits only: "²".isdigit() is True but int("²") raises, and so do 5,000 digits
+    number, epoch = whole_or_none(sample_id), whole_or_none(match["epoch"])
+    return (0, number, "") if number is not None else (1, 0, sample_id), epoch if epoch is not None else -1
 
 
 def _zip_json(archive: ArchiveReader, path: Path, name: str, hasher: "hashlib._Hash") -> Any:
@@ -728,19 +727,17 @@ def _as_float(value: Any) -> float | None:
     if isinstance(value, bool):
         return float(value)
     if isinstance(value, (int, float)):
-        return float(value) if math.isfinite(value) else None
+        number = number_or_none(value)  # None for an int too large for a float
+        return number if number is not None and math.isfinite(number) else None
     if isinstance(value, str):
         text = value.strip()
         if text in LETTER_VALUES:
             return LETTER_VALUES[text]
         if text.lower() in WORD_VALUES:
             return WORD_VALUES[text.lower()]
-        try:
-            number = float(text)
-        except ValueError:
-            # Inspect's value_to_float warns and counts any other text as 0; Faultline refuses it
-            return None
-        return number if math.isfinite(number) else None
+        # Inspect's value_to_float warns and counts any other text as 0; Faultline refuses it
+        number = number_or_none(text)
+        return number if number is not None and math.isfinite(number) else None
     # a dict (several values) or a list is no one score: the reader asks which field
     return None
 

@@ -41,8 +41,9 @@ from pydantic import ValidationError
 from ..errors import IngestError, read_each
 from .. import files
 from ..evidence import common, positive_int, render_messages, system_text
-from ..jsonio import decode_utf8, expect, json_type, load_json, parse_json, read_bytes, try_parse
+from ..jsonio import expect, json_type, load_json, parse_json, read_bytes, read_jsonl, try_parse
 from ..names import canonical_dataset, question_hash
+from ..numbers import number_or_none, whole_or_none
 from ..options import ReadOptions
 from ..passfail import HarnessAggregate, Unreadable, agreement, flag, lookup, make_rule, metric_key, unreadable
 from ..records import InstanceRecord, ParsedRun, PredictionRecord, Reference, RunRecord
@@ -147,12 +148,14 @@ def _results_file(samples: Path, stamp: str) -> Path | None:
 
 
 def _rows(samples: Path, hasher: "hashlib._Hash") -> list[tuple[str, dict]]:
-    text = decode_utf8(samples, read_bytes(samples, hasher))
     # early lm-eval 0.4 releases wrote one JSON array instead of JSON lines
-    if text.lstrip().startswith("["):
-        rows = [(f"sample {n}", row) for n, row in enumerate(expect(load_json(samples), list, str(samples)))]
+    if (files.head(samples, 4096) or b"").lstrip().startswith(b"["):
+        raw = read_bytes(samples, hasher)
+        rows = [(f"sample {n}", row) for n, row in enumerate(expect(parse_json(raw, samples), list, str(samples)))]
+        del raw
     else:
-        rows = [(str(lineno), parse_json(line, samples, line=lineno, cut=False)) for lineno, line in _lines(text)]
+        # a line at a time, each bounded (ingest/jsonio.py `read_jsonl`)
+        rows = [(str(lineno), row) for lineno, row in read_jsonl(samples, hasher, tell_cut=False)]
     for where, row in rows:
         if not isinstance(row, dict):
             raise IngestError(f"{samples}:{where}: expected a JSON object, found {type(row).__name__}")
@@ -196,10 +199,6 @@ def _check_score(value: Any, metric: str, where: str) -> None:
         return
     raise IngestError(f"{where}: {metric} is {json_type(value)} ({str(value)[:60]!r}), not a score "
                       "(a number, true/false, or a [gold, prediction] pair)")
-
-
-def _lines(text: str) -> Iterator[tuple[int, str]]:
-    return ((n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip())
 
 
 def _model(results: dict) -> str | None:
@@ -449,14 +448,8 @@ def _nonfinite(value: Any) -> bool:
 def _number(value: Any) -> float | None:
     if isinstance(value, bool):
         return float(value)
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return None
-    return None
+    # ASCII digits only (float() reads "١"); an int too large for a float is no number
+    return number_or_none(value)
 
 
 def _is_pair(value: Any) -> bool:
@@ -532,8 +525,8 @@ def _argument_pairs(arguments: Any) -> list[tuple[Any, Any]]:
 
 
 def _arg_index(name: str) -> int:
-    digits = name.rsplit("_", 1)[-1]
-    return int(digits) if digits.isdigit() else 0
+    index = whole_or_none(name.rsplit("_", 1)[-1])  # "²".isdigit() is True, int("²") raises
+    return index if index is not None else 0
 
 
 def _instance(row: dict, instance_id: str, raw_id: str, split: str | None, doc_to_choice: Any = None) -> InstanceRecord:
@@ -597,8 +590,8 @@ def _gold_index(target: Any, n: int) -> int | None:
         target = target[0]
     if isinstance(target, bool):
         return None
-    if isinstance(target, str) and target.strip().isdigit():
-        target = int(target.strip())
+    if isinstance(target, str) and whole_or_none(target) is not None:
+        target = whole_or_none(target)
     return target if isinstance(target, int) and 0 <= target < n else None
 
 

@@ -20,6 +20,7 @@ from .. import files
 from ..errors import IngestError, MALFORMED, malformed
 from ..jsonio import expect, load_json
 from ..names import question_hash
+from ..numbers import whole_or_none
 from ..options import ReadOptions
 from ..records import InstanceRecord, ParsedRun, PredictionRecord, Reference, Skipped
 from ..transcript import Transcript, content_text
@@ -68,7 +69,8 @@ def read(path: Path, options: ReadOptions) -> Iterator[ParsedRun | Skipped]:
 
 
 def _order(path: Path) -> tuple:
-    return (0, int(path.stem), "") if path.stem.isdigit() else (1, 0, path.stem)
+    number = whole_or_none(path.stem)  # "²".isdigit() is True, int("²") raises
+    return (0, number, "") if number is not None else (1, 0, path.stem)
 
 
 def read_run(folder: Path, logs: list[Path], options: ReadOptions) -> ParsedRun:

@@ -201,6 +201,9 @@ def english_number(words: list[str]) -> tuple[int, int] | None:
     return best
 
 
+MAX_SPOKEN_DIGITS = 18
+
+
 def spoken_values(text: str) -> set[Fraction]:
     """Values of numbers said in words, as a transcript writes them: "five" and "a dozen"; "one
     twenty five" (125) and "one thirty over eighty" (130, 80) said digit group by digit group;
@@ -229,13 +232,17 @@ def spoken_values(text: str) -> set[Fraction]:
             i += 1
             continue
         values |= {Fraction(int(g)) for g in groups}
-        if len(groups) > 1:
-            values.add(Fraction(int("".join(groups))))
+        # a run of thousands of spoken digits ("one two one two …") is no one number: int() of
+        # over 4,300 digits raises, so only runs of MAX_SPOKEN_DIGITS are read as one
+        joined = "".join(groups)
+        if len(groups) > 1 and len(joined) <= MAX_SPOKEN_DIGITS:
+            values.add(Fraction(int(joined)))
         if j + 1 < len(words) and words[j] == "point":
             decimals = english_number(words[j + 1:])
             if decimals:
                 values.add(Fraction(f"{groups[-1]}.{decimals[0]}"))
-                values.add(Fraction(f"{''.join(groups)}.{decimals[0]}"))
+                if len(joined) <= MAX_SPOKEN_DIGITS:
+                    values.add(Fraction(f"{joined}.{decimals[0]}"))
         i = j
     return values
 

@@ -54,8 +54,12 @@ _LANG = re.compile(r"\b(?:respond|answer|reply|write|response (?:should|must) be
 _FORBIDDEN = re.compile(rf"\b(?:do not|don't|never|without)\s+(?:use|using|include|including|mention|mentioning)\s+the\s+words?\s+{_QUOTED}", re.I)
 
 
-def _number(token: str) -> int:
-    return int(token) if token.isdigit() else _NUMBER_WORDS[token.lower()]
+def _number(token: str) -> int | None:
+    if token.lower() in _NUMBER_WORDS:
+        return _NUMBER_WORDS[token.lower()]
+    # `\d+` matched it: Unicode digits (int("٣") is 3), but 5,000 of them make int() raise; a
+    # bound that long is no bound a prompt sets (None: not read)
+    return int(token) if len(token) <= 18 else None
 
 
 def _units(out: str, unit: str) -> list[str]:
@@ -95,6 +99,8 @@ def _list_count_violation(task: str, out: str) -> Evidence | None:
         return None
     for m in _LIST_COUNT.finditer(task):
         bound, n = m.group(1).lower(), _number(m.group(2))
+        if n is None:
+            continue
         if len(items) > n or (bound == "exactly" and len(items) < n):
             rule = f"Lists {bound} {n} items ({m.group(0).strip()!r} in the prompt); the output lists {len(items)}"
             return Evidence(rule, items[n].strip() if len(items) > n else None)
@@ -113,6 +119,8 @@ def _count_violation(task: str, out: str) -> Evidence | None:
             bound, n, unit = "at most", _number(groups[3]), groups[4]
         else:
             bound, n, unit = "at most", _number(groups[5]), groups[6]
+        if n is None:
+            continue
         have = len(_units(out, unit))
         plural = unit.lower().rstrip("s") + "s"
         rule = f"Uses {bound} {n} {plural} ({m.group(0).strip()!r} in the prompt); the output has {have}"
