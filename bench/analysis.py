@@ -65,7 +65,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from ingest import ingest_paths
-    from taxonomy import analyze
+    from taxonomy import LLMSettings, analyze
 
     work = Path(tempfile.mkdtemp(prefix="bench-analysis-"))
     try:
@@ -75,7 +75,7 @@ def main() -> None:
         probe = work / "probe.duckdb"
         shutil.copy(master, probe)
         with FakeLLMServer() as srv:
-            analyze(probe, MODEL, api_base=srv.api_base, classifier="offline")
+            analyze(probe, MODEL, classifier="offline", settings=LLMSettings(api_base=srv.api_base))
             stage1_bodies = list(srv.requests)
         rows = []
         # the server runs in its own process so that its threads do not compete with the
@@ -86,8 +86,9 @@ def main() -> None:
                 for rep in range(args.repeats):
                     db = work / f"c{conc}-{rep}.duckdb"
                     shutil.copy(master, db)
-                    s = analyze(db, MODEL, api_base=api_base, concurrency=conc)
-                    again = analyze(db, MODEL, api_base=api_base, concurrency=conc)
+                    settings = LLMSettings(api_base=api_base, concurrency=conc)
+                    s = analyze(db, MODEL, settings=settings)
+                    again = analyze(db, MODEL, settings=settings)
                     runs.append((s.analysed_now / s.analysis_seconds, s, again))
                 runs.sort(key=lambda r: r[0])
                 rows.append((conc, runs[len(runs) // 2][1], runs[len(runs) // 2][2], [r[0] for r in runs]))
@@ -114,13 +115,14 @@ def main() -> None:
 def fault_storm(master: Path, work: Path, latency: float, rate: float) -> str:
     import duckdb
 
-    from taxonomy import analyze
+    from taxonomy import LLMSettings, analyze
 
     db = work / "storm.duckdb"
     shutil.copy(master, db)
     with server_process(latency, storm=rate, slow_seconds=1.5, retry_after="1") as api_base:
-        s = analyze(db, MODEL, api_base=api_base, concurrency=8, timeout=1.0, backoff_s=0.2)
-        again = analyze(db, MODEL, api_base=api_base, concurrency=8, timeout=1.0, backoff_s=0.2)
+        settings = LLMSettings(api_base=api_base, concurrency=8, timeout=1.0, backoff_s=0.2)
+        s = analyze(db, MODEL, settings=settings)
+        again = analyze(db, MODEL, settings=settings)
     con = duckdb.connect(str(db), read_only=True)
     try:
         prompts = con.execute("SELECT count(DISTINCT pair_hash) FROM analyses").fetchone()[0]

@@ -4,7 +4,7 @@
 
 Builds the store bench/pages.py builds (N synthetic predictions, default 1,000,000; a tenth of
 them analysed failures), then answers each tool's default call, and a page deep into the long
-lists, three times each through stats.answers.answer (what a tool call runs: open the store
+lists, three times each through mcp_server.answers.answer (what a tool call runs: open the store
 read-only, query, fit the answer under its token bound), printing the fastest and slowest. The
 reference row, in the same run: a raw DuckDB `SELECT count(*) FROM outcomes`. Exits 1 when an
 answer takes 2 s or more.
@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 import duckdb  # noqa: E402
 
-from stats.answers import Settings, answer  # noqa: E402
+from mcp_server.answers import Settings, answer  # noqa: E402
 
 
 def build(db: Path, predictions: int) -> None:

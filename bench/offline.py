@@ -2,7 +2,7 @@
 
     python bench/offline.py [--fixtures PATH] [--repeats 3] [--json]
 
-Builds the demo store (`ingest.demo.build_demo`, which analyses it offline) and one store per
+Builds the demo store (`demo.build_demo`, which analyses it offline) and one store per
 top-level folder of the shared fixtures (`../shared/fixtures/*`, each ingested with
 `ingest_paths`; folders whose ingest fails are reported and skipped), then runs
 `taxonomy.analyze(db, "offline")` on fresh copies and reports per store: failures, how many got
@@ -75,7 +75,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from ingest import ingest_paths
-    from ingest.demo import demo_inputs
+    from demo import demo_inputs
 
     work = Path(tempfile.mkdtemp(prefix="bench-offline-"))
     rows, skipped = [], []

@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
+from core.names import control_character, visible_output
+from core.result import RESULT_FILE, CommandResult, write_result
+from core.verdicts import PassConfig
 from store.errors import FaultlineError
 
 from .errors import IngestError
 from .load import ingest_paths
-from .names import control_character, visible_output
-from .options import ReadOptions
-from .passfail import PassConfig
+from .options import ReadOptions, read_config
 from .registry import FORMATS
 from .report import write_skipped_list
 
@@ -141,9 +142,6 @@ def merge_main(argv: list[str]) -> int:
     args = build_merge_parser().parse_args(argv)
     try:
         summary = merge_stores(args.stores, db=args.db)
-    except FaultlineError as exc:
-        print(f"error: {exc.message}", file=sys.stderr)
-        return exc.exit_code
     except KeyboardInterrupt:
         print("interrupted: nothing from this merge was written", file=sys.stderr)
         return 130
@@ -152,26 +150,37 @@ def merge_main(argv: list[str]) -> int:
 
 
 def export_main(argv: list[str]) -> int:
-    from .export import export_eee
+    from export import export_eee
 
     args = build_export_parser().parse_args(argv)
-    try:
-        summary = export_eee(args.out, db=args.db, models=args.models, datasets=args.datasets)
-    except FaultlineError as exc:
-        print(f"error: {exc.message}", file=sys.stderr)
-        return exc.exit_code
+    summary = export_eee(args.out, db=args.db, models=args.models, datasets=args.datasets)
     print(summary.line())
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    # names and texts printed show invisible characters as <U+XXXX> (ingest/names.py)
+    # names and texts printed show invisible characters as <U+XXXX> (core/names.py)
     with visible_output():
-        return _main(argv)
+        result = _outcome(argv)
+        try:
+            write_result(result)
+        except OSError as exc:
+            print(f"warning: cannot write the result file ${RESULT_FILE}: {exc.strerror or exc}", file=sys.stderr)
+    return result.exit_code
+
+
+def _outcome(argv: list[str] | None) -> CommandResult:
+    """Run the command: an error meant for the user is its message on stderr and its exit code,
+    never a traceback."""
+    try:
+        return CommandResult(_main(argv))
+    except FaultlineError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return CommandResult.failed(exc)
 
 
 def _check_name_flags(args) -> None:
-    """--model and --dataset name every run read: refused as a log's names are (ingest/names.py)."""
+    """--model and --dataset name every run read: refused as a log's names are (core/names.py)."""
     for flag, value in (("--model", args.model), ("--dataset", args.dataset)):
         why = control_character(value) if value is not None else None
         if why:
@@ -201,7 +210,7 @@ def _main(argv: list[str] | None = None) -> int:
                                          if applied else "already up to date"))
             return 0
         if args.demo:
-            from .demo import build_demo
+            from demo import build_demo
 
             summary = build_demo(args.db)
             print(summary.line() + "; analysed offline. DEMO data: made-up models and answers. "
@@ -209,7 +218,7 @@ def _main(argv: list[str] | None = None) -> int:
             return 0
         _check_name_flags(args)
         options = ReadOptions(
-            pass_config=PassConfig.build(args.pass_threshold, args.main_metric, args.config, args.scale),
+            pass_config=PassConfig.build(args.pass_threshold, args.main_metric, read_config(args.config), args.scale),
             dataset=args.dataset,
             model=args.model,
             column_map=_column_map(args.map),
@@ -217,9 +226,6 @@ def _main(argv: list[str] | None = None) -> int:
             verdicts=tuple(args.verdicts),
         )
         summary = ingest_paths(args.paths, db=args.db, fmt=args.format, options=options, progress=True)
-    except FaultlineError as exc:
-        print(f"error: {exc.message}", file=sys.stderr)
-        return exc.exit_code
     except KeyboardInterrupt:
         print("interrupted: nothing from this command was written", file=sys.stderr)
         return 130
@@ -232,9 +238,5 @@ def _main(argv: list[str] | None = None) -> int:
         print(line)
     print(summary.line())
     if args.strict and summary.differing:
-        print(
-            f"error: --strict: {len(summary.differing)} run(s) differ from the harness's own headline (listed above)",
-            file=sys.stderr,
-        )
-        return 2
+        raise FaultlineError(f"--strict: {len(summary.differing)} run(s) differ from the harness's own headline (listed above)")
     return 0

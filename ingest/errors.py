@@ -1,13 +1,11 @@
+"""Reading logs safely: a reader's unanticipated shapes become an IngestError naming the file."""
+
 from typing import Callable, Iterable, Iterator, TypeVar
 
-from store.errors import FaultlineError
+from core.errors import IngestError
 
 T = TypeVar("T")
 R = TypeVar("R")
-
-
-class IngestError(FaultlineError):
-    """A log cannot be read; the message names the file (and line) and what is wrong."""
 
 
 MALFORMED = (AttributeError, KeyError, TypeError, ValueError)

@@ -12,8 +12,8 @@ import json
 import math
 from typing import Any, Iterable
 
-from .numbers import number_or_none
-from .records import JudgeNote
+from core.numbers import number_or_none
+from core.records import JudgeNote
 
 # Judge fields as LLM-judge annotators name them (HELM annotators, EEE, promptfoo): the written
 # reason, the score or label, and texts worth reading next to the reason.

@@ -22,8 +22,9 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.numbers import NumberError, decimal_number, shown
+
 from .errors import IngestError
-from .numbers import NumberError, decimal_number, shown
 
 KiB, MiB, GiB = 1024, 1024**2, 1024**3
 ENV = {
@@ -40,7 +41,7 @@ MAX_SIZE = 2**62  # more bytes than any machine holds; a bigger setting is a typ
 
 
 def parse_size(name: str, raw: str) -> int:
-    """A size setting: a number in ASCII digits (ingest.numbers) with an optional K, M or G."""
+    """A size setting: a number in ASCII digits (core.numbers) with an optional K, M or G."""
     text = raw.strip().upper().removesuffix("B").removesuffix("I")
     scale = {"K": KiB, "M": MiB, "G": GiB}.get(text[-1:], 1)
     digits = text[:-1] if scale > 1 else text
@@ -71,7 +72,7 @@ class Limits:
     text_bytes: int = 32 * MiB
     file_bytes: int = 2 * GiB
     # a line is parsed whole (no JSON line is streamed): bounded as what an Inspect sample member
-    # may be to be parsed whole (ingest/readers/inspect_stream.py STREAM_MEMBER_BYTES; larger
+    # may be to be parsed whole (ingest/sources/inspect_log/stream.py STREAM_MEMBER_BYTES; larger
     # members are streamed)
     line_bytes: int = 64 * MiB
 

@@ -16,7 +16,7 @@ import time
 import warnings
 from collections import deque
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Iterator
@@ -24,20 +24,21 @@ from typing import TYPE_CHECKING, Iterable, Iterator
 import orjson
 import pyarrow as pa
 
+from core.names import control_character
+from core.records import ParsedRun, Skipped
 from store import read_connection, writable_db_path
 from store.db import is_duckdb_file
-from store.runs import Collapsed, LateRule, StagedRun, collapsed_reruns, stage_run
+from store.runs import LateRule, StagedRun, collapsed_reruns, stage_run
 from store.staging import CHUNK_BYTES_DEFAULT, RunStaging
 
 from . import files
 from .errors import IngestError
-from .names import control_character
 from .jsonio import TOO_DEEP
 from .limits import human, parse_size
 from .options import ReadOptions
-from .records import ParsedRun, Skipped
-from .registry import Reader, by_name, choose
-from .report import RunNote, details, resolve_pending, skipped_files
+from .registry import by_name, choose
+from .report import IngestSummary, RunNote, resolve_pending, skipped_files
+from .source import Source
 from .walk import scanning, total_size
 
 if TYPE_CHECKING:
@@ -119,7 +120,7 @@ NAME_FIELDS = ("model", "model_deployment", "dataset", "dataset_raw", "domain", 
 
 
 def _check_names(parsed: ParsedRun, source: str) -> None:
-    """Refuse names with control characters, whatever the reader (ingest/names.py): a NUL byte in
+    """Refuse names with control characters, whatever the reader (core/names.py): a NUL byte in
     a model name once hung the taxonomy page for good. Readers of one row per line say the line
     themselves (custom JSONL/CSV); this names the run's file and the field or instance."""
     for field in NAME_FIELDS:
@@ -219,7 +220,7 @@ def worker_pool(workers: int, method: str = "spawn") -> "ProcessPoolExecutor":
     return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=init, initargs=(os.getpid(),))
 
 
-def _read_staged(reader: Reader, path: Path, options: ReadOptions) -> Iterator[_Staged | Skipped]:
+def _read_staged(reader: Source, path: Path, options: ReadOptions) -> Iterator[_Staged | Skipped]:
     """Parse and stage an input's runs, on every core when the input is large enough to pay."""
     parts = reader.parts(path) if reader.parts else []
     workers = min(len(parts), os.cpu_count() or 1)
@@ -228,7 +229,9 @@ def _read_staged(reader: Reader, path: Path, options: ReadOptions) -> Iterator[_
         for parsed in reader.read(path, options):
             yield _stage(parsed, options)
         return
-    from concurrent.futures.process import BrokenProcessPool  # with the pool: it costs start-up time
+    from concurrent.futures.process import (
+        BrokenProcessPool,  # with the pool: it costs start-up time
+    )
 
     with worker_pool(workers, method) as pool:
         # a bounded window of parts in flight: the workers stay busy while this process stages,
@@ -257,51 +260,6 @@ def _read_staged(reader: Reader, path: Path, options: ReadOptions) -> Iterator[_
         finally:
             for future in running:
                 future.cancel()
-
-
-@dataclass
-class IngestSummary:
-    db: Path
-    runs: int = 0
-    predictions: int = 0
-    failures: int = 0
-    infra_errors: int = 0
-    unscored: int = 0  # predictions with no verdict that are not failed requests
-    steps: int = 0  # transcript steps of agent predictions
-    tool_calls: int = 0
-    seconds: float = 0.0
-    run_ids: list[str] = field(default_factory=list)
-    notes: list[RunNote] = field(default_factory=list)
-    # what readers and the loader did that the user should hear about (e.g. repeats stored once)
-    remarks: list[str] = field(default_factory=list)
-    skipped: dict[str, list[str]] = field(default_factory=dict)
-    # reruns of a model on a task among the written runs' groups, collapsed into their latest
-    reruns: list[Collapsed] = field(default_factory=list)
-
-    @property
-    def differing(self) -> list[RunNote]:
-        """Runs whose recomputed rate differs from the log's own aggregate."""
-        return [n for n in self.notes if n.harness_agrees is False]
-
-    @property
-    def nonfinite(self) -> int:
-        return sum(n.n_nonfinite for n in self.notes)
-
-    def details(self, skipped_list: Path | None = None) -> list[str]:
-        """What the one-line summary cannot hold: harness check, thresholds, unscored, skipped files."""
-        return details(self, skipped_list)
-
-    def line(self) -> str:
-        infra = f", {self.infra_errors:,} infrastructure errors" if self.infra_errors else ""
-        unscored = f", {self.unscored:,} without a verdict" if self.unscored else ""
-        steps = (f", {self.steps:,} transcript steps ({self.tool_calls:,} tool calls)" if self.steps else "")
-        collapsed = sum(c.superseded for c in self.reruns)
-        reruns = f", {collapsed:,} earlier rerun{'s' * (collapsed != 1)} collapsed (the latest counts)" if collapsed else ""
-        remarks = f"; {'; '.join(self.remarks)}" if self.remarks else ""
-        return (
-            f"ingested {self.runs:,} runs, {self.predictions:,} predictions, {self.failures:,} failures"
-            f"{infra}{unscored}{steps}{reruns} in {self.seconds:.1f} s into {self.db}{remarks}"
-        )
 
 
 def _read_input(path: Path, fmt: str, options: ReadOptions, bar, summary: IngestSummary) -> Iterator[_Staged]:

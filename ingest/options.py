@@ -1,9 +1,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from core.errors import IngestError
+from core.verdicts import PassConfig
+
+from .files import read_capped
 from .limits import Limits
-from .passfail import PassConfig
 
 
 @dataclass(frozen=True)
@@ -21,3 +25,14 @@ class ReadOptions:
     only_under: tuple[str, ...] = ()
     # files holding the harness's verdicts for agent logs that carry none (a SWE-bench report)
     verdicts: tuple[str, ...] = ()
+
+
+def read_config(path: str | Path | None) -> tuple[Path, bytes] | None:
+    """`--config FILE`: its path and bytes (a regular file within the size cap), for
+    `PassConfig.build`; None when no file is given."""
+    if not path:
+        return None
+    path = Path(path)
+    if not path.exists():
+        raise IngestError(f"{path}: config file not found")
+    return path, read_capped(path)

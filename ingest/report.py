@@ -5,20 +5,31 @@ search skipped, by reason."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
+from core.errors import SettingsNeeded
+from core.verdicts import (
+    PassRule,
+    Unreadable,
+    flag,
+    is_finite,
+    metric_key,
+    refusal,
+    settle,
+    unreadable_refusal,
+)
+from store.runs import Collapsed
+
 from . import files
-from .readers import custom, lmeval
-from .errors import IngestError
-from .passfail import PassRule, Unreadable, flag, is_finite, metric_key, refusal, settle, unreadable_refusal
+from .sources import custom, lmeval
 from .walk import every_file_below, helm_bookkeeping, helm_runs_below
 
 if TYPE_CHECKING:
-    from .load import IngestSummary
-    from .records import ParsedRun
-    from .registry import Reader
+    from core.records import ParsedRun
+
+    from .source import Source
 
 OWN_TABLE = "a table of your own: read only when named directly (python -m ingest FILE)"
 SKIP_REASONS = (OWN_TABLE, "format not read", "results file without samples", "unreadable", files.NOT_REGULAR,
@@ -106,8 +117,9 @@ def resolve_pending(notes: list[RunNote]) -> list[int]:
             if (rule.low, rule.high, rule.threshold) != (old.low, old.high, old.threshold):
                 changed.append(i)
     if problems or unread:
-        parts = ([unreadable_refusal(unread)] if unread else []) + ([refusal(list(problems.values())).message] if problems else [])
-        raise IngestError("\n".join(parts))
+        # one error for every refused dataset: its message each part's, its asks each part's
+        parts = ([unreadable_refusal(unread)] if unread else []) + ([refusal(list(problems.values()))] if problems else [])
+        raise SettingsNeeded("\n".join(p.message for p in parts), [ask for p in parts for ask in p.asks])
     return changed
 
 
@@ -268,7 +280,7 @@ def rerun_lines(reruns: list) -> list[str]:
     return lines
 
 
-def skipped_files(path: Path, readers: list["Reader"]) -> dict[str, list[Path]]:
+def skipped_files(path: Path, readers: list["Source"]) -> dict[str, list[Path]]:
     """Files below a folder that no chosen reader reads, grouped by reason (a HELM suite's own
     files are part of the suite)."""
     if not path.is_dir():
@@ -334,3 +346,48 @@ def skipped_lines(skipped: dict[str, list[str]], listed_in: Path | None = None) 
             more = f", … {len(paths) - SHOWN_PATHS:,} more" if len(paths) > SHOWN_PATHS else ""
             lines.append(f"  {reason} ({len(paths):,}): {', '.join(paths[:SHOWN_PATHS])}{more}")
     return lines
+
+
+@dataclass
+class IngestSummary:
+    db: Path
+    runs: int = 0
+    predictions: int = 0
+    failures: int = 0
+    infra_errors: int = 0
+    unscored: int = 0  # predictions with no verdict that are not failed requests
+    steps: int = 0  # transcript steps of agent predictions
+    tool_calls: int = 0
+    seconds: float = 0.0
+    run_ids: list[str] = field(default_factory=list)
+    notes: list[RunNote] = field(default_factory=list)
+    # what readers and the loader did that the user should hear about (e.g. repeats stored once)
+    remarks: list[str] = field(default_factory=list)
+    skipped: dict[str, list[str]] = field(default_factory=dict)
+    # reruns of a model on a task among the written runs' groups, collapsed into their latest
+    reruns: list[Collapsed] = field(default_factory=list)
+
+    @property
+    def differing(self) -> list[RunNote]:
+        """Runs whose recomputed rate differs from the log's own aggregate."""
+        return [n for n in self.notes if n.harness_agrees is False]
+
+    @property
+    def nonfinite(self) -> int:
+        return sum(n.n_nonfinite for n in self.notes)
+
+    def details(self, skipped_list: Path | None = None) -> list[str]:
+        """What the one-line summary cannot hold: harness check, thresholds, unscored, skipped files."""
+        return details(self, skipped_list)
+
+    def line(self) -> str:
+        infra = f", {self.infra_errors:,} infrastructure errors" if self.infra_errors else ""
+        unscored = f", {self.unscored:,} without a verdict" if self.unscored else ""
+        steps = (f", {self.steps:,} transcript steps ({self.tool_calls:,} tool calls)" if self.steps else "")
+        collapsed = sum(c.superseded for c in self.reruns)
+        reruns = f", {collapsed:,} earlier rerun{'s' * (collapsed != 1)} collapsed (the latest counts)" if collapsed else ""
+        remarks = f"; {'; '.join(self.remarks)}" if self.remarks else ""
+        return (
+            f"ingested {self.runs:,} runs, {self.predictions:,} predictions, {self.failures:,} failures"
+            f"{infra}{unscored}{steps}{reruns} in {self.seconds:.1f} s into {self.db}{remarks}"
+        )

@@ -5,7 +5,7 @@ Readers call `Transcript.add` once per step, in the order the agent took them; e
 steps are numbered from 0. A step's text longer than the cap (`FAULTLINE_STEP_TEXT_CHARS`,
 20,000 characters by default) is cut, and `text_chars` keeps its full length, so memory and the
 store grow with the number of steps, never with the size of what one step printed. Rows are
-checked against `StepRecord` (ingest/records.py) a batch at a time.
+checked against `StepRecord` (core/records.py) a batch at a time.
 """
 
 from __future__ import annotations
@@ -19,41 +19,17 @@ import orjson
 import pyarrow as pa
 from pydantic import TypeAdapter, ValidationError
 
+from core.numbers import NumberError, shown, whole_number
+from core.records import STEP_KINDS, StepRecord
+from core.schema import STEP_SCHEMA
+
 from .errors import IngestError
-from .numbers import NumberError, shown, whole_number
 from .evidence import positive_int
-from .records import STEP_KINDS, StepRecord
 
 STEP_TEXT_ENV = "FAULTLINE_STEP_TEXT_CHARS"
 STEP_TEXT_CHARS_DEFAULT = 20_000
 BATCH_ROWS = 2048
 
-# The transcript_steps table without run_id (added when the run is staged), in column order.
-SCHEMA = pa.schema([
-    ("instance_id", pa.string()),
-    ("train_trial_index", pa.int32()),
-    ("step_index", pa.int32()),
-    ("agent", pa.string()),
-    ("role", pa.string()),
-    ("kind", pa.string()),
-    ("tool_name", pa.string()),
-    ("tool_call_id", pa.string()),
-    ("tool_arguments", pa.string()),
-    ("text", pa.string()),
-    ("text_chars", pa.int64()),
-    ("error", pa.string()),
-    ("input_tokens", pa.int64()),
-    ("output_tokens", pa.int64()),
-    ("started_at", pa.timestamp("us")),
-    ("seconds", pa.float64()),
-    ("model", pa.string()),
-    ("finish_reason", pa.string()),
-    ("span_id", pa.string()),
-    ("parent_span_id", pa.string()),
-    ("depth", pa.int32()),
-    ("source_ref", pa.string()),
-])
-COLUMNS = tuple(SCHEMA.names)
 _steps_adapter: TypeAdapter | None = None  # built on first use: building it costs start-up time
 _TEXT_FIELDS = ("agent", "role", "tool_name", "tool_call_id", "error", "model", "finish_reason", "span_id",
                 "parent_span_id", "source_ref")
@@ -154,13 +130,13 @@ class Transcript:
         except ValidationError as exc:  # a reader bug, not the user's file: readers check what they pass
             err = exc.errors()[0]
             raise ValueError(f"transcript step {err['loc']}: {err['msg']}") from None
-        self._batches.append(pa.RecordBatch.from_pylist(self._rows, schema=SCHEMA))
+        self._batches.append(pa.RecordBatch.from_pylist(self._rows, schema=STEP_SCHEMA))
         self._rows = []
 
     def table(self) -> pa.Table:
-        """Every step added, as one table in SCHEMA's columns."""
+        """Every step added, as one table in STEP_SCHEMA's columns."""
         self._flush()
-        return pa.Table.from_batches(self._batches, schema=SCHEMA)
+        return pa.Table.from_batches(self._batches, schema=STEP_SCHEMA)
 
     @property
     def nbytes(self) -> int:
@@ -168,7 +144,7 @@ class Transcript:
 
 
 def empty_table() -> pa.Table:
-    return SCHEMA.empty_table()
+    return STEP_SCHEMA.empty_table()
 
 
 def _label(value: Any, name: str, where: object) -> str | None:

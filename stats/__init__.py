@@ -4,7 +4,7 @@ from .agents import agent_compare, agent_sides
 from .compare import CategoryResult, Comparison, compare, pick_analyst, regressions, verdict
 from .headline import accuracy_rows, dataset_rules, model_accuracy, unequal_questions
 from .signatures import signature
-from .tests import (ALPHA, bh, errormap_check, fisher, mcnemar_can_decide, mcnemar_exact,
+from core.significance import (ALPHA, bh, errormap_check, fisher, mcnemar_can_decide, mcnemar_exact,
                     share_difference_ci, wilson)
 
 __all__ = [

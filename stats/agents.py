@@ -16,12 +16,12 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from core import significance as t
 from store import first_errors, transcripts
 from store.first_errors import POSITIONS
 from store.queries import MAIN_SPLIT
 
 from . import fmt
-from . import tests as t
 
 TASK_KEY = ("dataset", "instance_id")
 TOP_TOOLS = 8  # tools listed per model, those that fail most first

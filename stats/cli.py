@@ -11,16 +11,24 @@ from pathlib import Path
 import duckdb
 
 import store
-from ingest.names import json_visible, visible_output
-from ingest.numbers import arg_type, whole_number
+from core.names import json_visible, visible_output
+from core.numbers import arg_type, whole_number
 from store import FaultlineError
 from store import queries as q
 
 from . import fmt
 from .agents import agent_compare, agent_lines, compare_json
 from .compare import check_known, compare, mix_lines, regressions, score_lines, verdict
-from .headline import (accuracy_rows, dataset_rules, headline_interval_text, headline_text, is_continuous,
-                       model_accuracy, parse_thresholds, usable_thresholds)
+from .headline import (
+    accuracy_rows,
+    dataset_rules,
+    headline_interval_text,
+    headline_text,
+    is_continuous,
+    model_accuracy,
+    parse_thresholds,
+    usable_thresholds,
+)
 from .report import build_report
 
 _SPLIT_HELP = ("'main' (default): each run's main split, every row of a run without one; "
@@ -214,7 +222,7 @@ def _report(args) -> int:
 
 def _mcp(args) -> int:
     # the SDK is imported by this command alone: the others never pay for it
-    from .mcp_server import run
+    from mcp_server.server import run
 
     return run(args.db, args.http, args.base_url, args.answer_tokens)
 
@@ -223,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "mcp":  # its stdout is the protocol's; its answers escape themselves (budget.dumps)
         return _run(args)
-    # names and texts printed show invisible characters as <U+XXXX> (ingest/names.py)
+    # names and texts printed show invisible characters as <U+XXXX> (core/names.py)
     with visible_output():
         return _run(args)
 

@@ -24,12 +24,12 @@ from dataclasses import asdict, dataclass, field
 
 import polars as pl
 
+from core import significance as t
 from store import FaultlineError
 from store import queries as q
 from taxonomy.catalog import NOT_ERROR_TYPES
 
 from . import fmt
-from . import tests as t
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ D3_PERCENT = ".1%"
 D3_COUNT = ",d"
 # the smallest p a float can hold is ~5e-324; a p-value that underflowed to 0 is "below 1e-300"
 P_FLOOR = "< 1e-300"
-# the significance line every verdict uses (stats.tests.ALPHA): a p or q is never printed onto it
+# the significance line every verdict uses (core.significance.ALPHA): a p or q is never printed onto it
 SIGNIFICANCE = 0.05
 
 
@@ -250,7 +250,9 @@ def row_pass_rule(row: dict) -> str:
     """`pass_rule` for a stored prediction's row (its run's main_metric, pass_threshold,
     metric_min/max, lower_is_better, scale_source): one phrasing for pages, the report and the
     MCP server."""
-    from ingest.passfail import is_binary_rule  # the verdict rules' own test of a 0/1 metric
+    from core.verdicts import (
+        is_binary_rule,  # the verdict rules' own test of a 0/1 metric
+    )
 
     metric, low, high = row.get("main_metric"), row.get("metric_min"), row.get("metric_max")
     return pass_rule(metric, row.get("pass_threshold"), high, row.get("lower_is_better"), row.get("scale_source"),

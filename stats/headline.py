@@ -16,12 +16,12 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from ingest.numbers import NumberError, decimal_number, shown
-from ingest.passfail import RELATIVE_THRESHOLD, is_binary_rule, lookup
+from core.numbers import NumberError, decimal_number, shown
+from core.significance import mean_of_means_interval, t_interval, wilson
+from core.verdicts import RELATIVE_THRESHOLD, is_binary_rule, lookup
 from store import queries as q
 
 from . import fmt
-from .tests import mean_of_means_interval, t_interval, wilson
 
 # the sensitivity strip: failures and the paired result at these shares of the metric's range
 SENSITIVITY = (0.5, 0.7, 0.9)
@@ -33,7 +33,7 @@ _CREDIT_SOURCES = {"inspect value_to_float", "inspect accuracy"}
 
 def default_line(low: float, high: float, lower_is_better: bool, share: float = RELATIVE_THRESHOLD) -> float:
     """The line `share` of the way up the scale (ErrorMap: 0.7); for a lower-is-better metric,
-    `share` of the way down from the top — as ingest/passfail.py places it."""
+    `share` of the way down from the top — as core/verdicts.py places it."""
     return round(low + (1 - share if lower_is_better else share) * (high - low), 12)
 
 

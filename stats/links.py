@@ -1,6 +1,6 @@
 """Links to the dashboard view that shows the same numbers: the page's URL path with every piece
 of its state as query parameters (docs/dashboard.md lists them). The app's "link to this view"
-and the agents' answers (stats/answers.py) build them here, so both follow the same rules."""
+and the agents' answers (mcp_server/answers.py) build them here, so both follow the same rules."""
 
 from __future__ import annotations
 

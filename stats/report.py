@@ -13,16 +13,27 @@ from datetime import datetime, timezone
 import polars as pl
 from tqdm import tqdm
 
-from ingest.names import visible
+from core.names import visible
 from store import FaultlineError
 from store import queries as q
-
-from . import svg
-from .compare import check_known, compare, mix_sentences, pick_analyst, score_lines, verdict
 from taxonomy.catalog import NOT_ERROR_TYPES
 
-from . import fmt
-from .headline import headline_interval_text, headline_text, is_continuous, model_accuracy, unequal_questions
+from . import fmt, svg
+from .compare import (
+    check_known,
+    compare,
+    mix_sentences,
+    pick_analyst,
+    score_lines,
+    verdict,
+)
+from .headline import (
+    headline_interval_text,
+    headline_text,
+    is_continuous,
+    model_accuracy,
+    unequal_questions,
+)
 from .signatures import signature
 
 _CSS = """

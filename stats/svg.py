@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from html import escape
 
-from ingest.names import visible
+from core.names import visible
 
-from .fmt import pct as fmt_pct, score as fmt_score, signed_pct as fmt_signed
+from .fmt import pct as fmt_pct
+from .fmt import score as fmt_score
+from .fmt import signed_pct as fmt_signed
 
 RED = (214, 39, 40)
 RGB_RED = f"rgb{RED}"

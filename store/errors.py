@@ -1,14 +1,6 @@
-"""The one base class for errors a user should read (CLI prints `.message`, exits non-zero)."""
+"""The store's errors (the base class, FaultlineError, is core's)."""
 
-
-class FaultlineError(Exception):
-    """An error caused by input or environment, with a message meant for the user."""
-
-    exit_code = 2
-
-    def __init__(self, message: str):
-        super().__init__(message)
-        self.message = message
+from core.errors import FaultlineError
 
 
 class StoreError(FaultlineError):

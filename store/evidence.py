@@ -1,5 +1,5 @@
 """The analysed failures with the evidence behind their labels, a page at a time: what an agent
-reads when it asks for the failures of one error type (stats/answers.py `failures`).
+reads when it asks for the failures of one error type (mcp_server/answers.py `failures`).
 
 Rows are the latest outcomes' failures classified by one analyst (`latest_labels`, the same rows
 every page counts), in a fixed order so that LIMIT/OFFSET pages never overlap. Values travel as

@@ -33,7 +33,9 @@ def _reruns_and_model_identity(con: duckdb.DuckDBPyConnection) -> Finish:
     con.execute("ALTER TABLE runs ADD COLUMN harness_factor DOUBLE")
     con.execute("UPDATE runs SET harness_factor = CASE WHEN harness_note LIKE '%on 0–100%' THEN 100"
                 " WHEN harness_agrees IS NOT NULL THEN 1 END")
-    from .runs import refresh_identities  # the rules live with the writes; imported only to upgrade
+    from .runs import (
+        refresh_identities,  # the rules live with the writes; imported only to upgrade
+    )
 
     return refresh_identities
 
@@ -510,7 +512,7 @@ MIGRATIONS: list[tuple[str, str | Callable[[duckdb.DuckDBPyConnection], Finish |
     (
         "019_transcript_steps",
         # Agent logs keep the whole run, not only its last message: one row per step of a
-        # prediction's transcript (ingest/records.py StepRecord), written with its run in the same
+        # prediction's transcript (core/records.py StepRecord), written with its run in the same
         # transaction and replaced with it. Texts are cut at a stated cap, their full length kept.
         """
         CREATE TABLE transcript_steps (

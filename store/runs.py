@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-from dataclasses import dataclass, fields as dataclass_fields
+from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
 from datetime import datetime
 from operator import attrgetter
 from typing import TYPE_CHECKING, Iterator
@@ -23,43 +24,21 @@ from typing import TYPE_CHECKING, Iterator
 import orjson
 import pyarrow as pa
 
+from core.schema import (
+    INSTANCE_COLUMNS,
+    PREDICTION_COLUMNS,
+    RUN_COLUMNS,
+    RUN_TYPES,
+    TRANSCRIPT_STEPS_SCHEMA,
+)
+from core.verdicts import judged_sql
+
 from .analysis import refresh_latest_labels
 
 if TYPE_CHECKING:
     import duckdb
 
-    from ingest.records import ParsedRun
-
-_INSTANCE_COLUMNS = (
-    "run_id", "instance_id", "raw_instance_id", "split", "sub_split", "perturbation",
-    "input_text", "input_messages", "refs", "choices", "question_hash", "prompt_text",
-)
-_PREDICTION_COLUMNS = (
-    "run_id", "instance_id", "train_trial_index", "output_text", "mapped_output", "thinking_text",
-    "metrics", "annotations", "score", "is_correct", "infra_error", "error_message", "output_kind",
-    "judge_notes", "finish_reason", "output_tokens", "verdict_note",
-)
-_RUN_COLUMNS = (
-    "run_id", "source_format", "source_path", "content_hash", "suite", "run_name", "model",
-    "model_deployment", "model_metadata", "dataset", "domain", "method", "run_groups",
-    "main_metric", "main_metric_source", "metric_max", "lower_is_better", "pass_threshold",
-    "n_predictions", "n_failures", "n_infra_errors", "record_schema_version", "status",
-    "dataset_raw", "scale_source", "main_split", "variant", "settings", "harness_metric",
-    "harness_split", "harness_value", "harness_n", "harness_agrees", "harness_note", "instructions",
-    "max_tokens", "metric_min", "headline_metric", "verdict_rule", "started_at", "harness_factor", "ingested_at",
-)
-
-# The runs columns that are not text, as the runs table declares them (store/migrations.py):
-# stated, not inferred from the values (a column all NULL in one chunk of a load keeps its type,
-# and pyarrow's inference would import pandas to look for pandas values among them)
-_RUN_TYPES = {
-    **dict.fromkeys(("metric_max", "pass_threshold", "harness_value", "metric_min", "harness_factor"), pa.float64()),
-    **dict.fromkeys(("lower_is_better", "harness_agrees"), pa.bool_()),
-    **dict.fromkeys(("n_predictions", "n_failures", "n_infra_errors", "record_schema_version", "harness_n",
-                     "max_tokens"), pa.int64()),
-    "started_at": pa.timestamp("us"),
-}
-
+    from core.records import ParsedRun
 
 def _json(value) -> str | None:
     if value is None:
@@ -128,11 +107,11 @@ def stage_run(parsed: "ParsedRun") -> StagedRun:
     )
     rid = run.run_id
     preds = parsed.predictions
-    instances = _table(rid, parsed.instances, _INSTANCE_COLUMNS, _INSTANCE_ENCODE)
-    predictions = _table(rid, preds, _PREDICTION_COLUMNS, _PREDICTION_ENCODE)
+    instances = _table(rid, parsed.instances, INSTANCE_COLUMNS, _INSTANCE_ENCODE)
+    predictions = _table(rid, preds, PREDICTION_COLUMNS, _PREDICTION_ENCODE)
     return StagedRun(
         run_id=rid,
-        run_values=[values[c] for c in _RUN_COLUMNS[:-1]],
+        run_values=[values[c] for c in RUN_COLUMNS[:-1]],
         instances=instances,
         predictions=predictions,
         n_predictions=len(preds),
@@ -150,17 +129,11 @@ def _steps(run_id: str, transcript) -> pa.Table | None:
     return table.add_column(0, "run_id", pa.array([run_id] * table.num_rows, pa.string()))
 
 
-def _steps_schema() -> pa.Schema:
-    from ingest.transcript import SCHEMA
-
-    return pa.schema([pa.field("run_id", pa.string()), *SCHEMA])
-
-
 @dataclass(frozen=True)
 class LateRule:
     """A run's pass rule decided only once every run of its command was read (a metric scale
     taken from the whole dataset column, ingest/report.py `resolve_pending`): the runs columns
-    that say how it is judged (ingest.passfail `PassRule.run_fields`)."""
+    that say how it is judged (core.verdicts `PassRule.run_fields`)."""
 
     run_id: str
     metric_min: float | None
@@ -174,12 +147,12 @@ class LateRule:
 def run_tables(staged: list[StagedRun]) -> tuple[pa.Table, pa.Table, pa.Table, pa.Table]:
     """These runs' rows of the runs (without ingested_at), instances, predictions and
     transcript_steps tables."""
-    runs = pa.table({c: pa.array([s.run_values[i] for s in staged], _RUN_TYPES.get(c, pa.string()))
-                     for i, c in enumerate(_RUN_COLUMNS[:-1])})
+    runs = pa.table({c: pa.array([s.run_values[i] for s in staged], RUN_TYPES.get(c, pa.string()))
+                     for i, c in enumerate(RUN_COLUMNS[:-1])})
     steps = [s.steps for s in staged if s.steps is not None]
     return (runs, pa.concat_tables([s.instances for s in staged]),
             pa.concat_tables([s.predictions for s in staged]),
-            pa.concat_tables(steps) if steps else _steps_schema().empty_table())
+            pa.concat_tables(steps) if steps else TRANSCRIPT_STEPS_SCHEMA.empty_table())
 
 
 def replace_runs(con: "duckdb.DuckDBPyConnection", staged: list[StagedRun],
@@ -210,14 +183,14 @@ def replace_from(con: "duckdb.DuckDBPyConnection", runs: str, instances: str, pr
     for table in ("transcript_steps", "predictions", "instances", "runs"):
         con.execute(f"DELETE FROM {table} WHERE run_id IN (SELECT run_id FROM {runs})")
     # every value but ingested_at is the staged one; the write's own time stamps the whole command
-    cols = ", ".join(_RUN_COLUMNS[:-1])
+    cols = ", ".join(RUN_COLUMNS[:-1])
     con.execute(f"INSERT INTO runs ({cols}, ingested_at) SELECT {cols}, ? FROM {runs}", [datetime.now()])
-    for table, columns, source in (("instances", _INSTANCE_COLUMNS, instances),
-                                   ("predictions", _PREDICTION_COLUMNS, predictions)):
+    for table, columns, source in (("instances", INSTANCE_COLUMNS, instances),
+                                   ("predictions", PREDICTION_COLUMNS, predictions)):
         cols = ", ".join(columns)
         con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {source}")
     # in transcript order: a page of one prediction's steps then reads few row groups
-    cols = ", ".join(_steps_schema().names)
+    cols = ", ".join(TRANSCRIPT_STEPS_SCHEMA.names)
     con.execute(f"INSERT INTO transcript_steps ({cols}) SELECT {cols} FROM {steps} "
                 "ORDER BY run_id, instance_id, train_trial_index, step_index")
     failures = _judge_late(con, late) if late else {}
@@ -228,7 +201,7 @@ def replace_from(con: "duckdb.DuckDBPyConnection", runs: str, instances: str, pr
 
 def _judge_late(con: "duckdb.DuckDBPyConnection", late: list[LateRule]) -> dict[str, tuple[int, int]]:
     """Judge the predictions of runs whose rule came late again, as `PassRule.judge` does
-    (ingest/passfail.py): pass when the score reaches the threshold (stays at or below it for
+    (core/verdicts.py): pass when the score reaches the threshold (stays at or below it for
     lower-is-better metrics); a failed request and an unscored prediction get no verdict.
     Record the rule on each run; return each run's (judged, failed) counts."""
     fields = [f.name for f in dataclass_fields(LateRule)]
@@ -237,11 +210,9 @@ def _judge_late(con: "duckdb.DuckDBPyConnection", late: list[LateRule]) -> dict[
     with registered(con, "_late", pa.table({
         name: pa.array([getattr(r, name) for r in late], types.get(name, pa.float64())) for name in fields
     })):
-        con.execute("""
-            UPDATE predictions SET is_correct = CASE
-                WHEN predictions.infra_error OR r.pass_threshold IS NULL OR NOT isfinite(predictions.score) THEN NULL
-                WHEN r.lower_is_better THEN predictions.score <= r.pass_threshold
-                ELSE predictions.score >= r.pass_threshold END
+        con.execute(f"""
+            UPDATE predictions SET is_correct = {judged_sql("predictions.score", "r.pass_threshold", "r.lower_is_better",
+                                                            "predictions.infra_error")}
             FROM _late r WHERE predictions.run_id = r.run_id
         """)
         counts = con.execute("""

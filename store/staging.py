@@ -22,7 +22,6 @@ import shutil
 from pathlib import Path
 
 import duckdb
-import pyarrow as pa
 
 from .db import write_session
 from .errors import StoreError
@@ -132,22 +131,17 @@ class RunStaging:
                 return replace_runs(con, self._chunk, late)
         if self._chunk:
             self._write_chunk()
-        # the staged chunks reach the store as Arrow datasets registered on its connection, which
-        # read no file themselves (the connection reads no file but the store) and, like every
-        # registered name, live only in this connection: a kill leaves nothing of them in the store
-        with write_session(self.db, settings={"memory_limit": MEMORY_LIMIT}) as con, contextlib.ExitStack() as names:
+        # the staged chunks are read by DuckDB itself, a chunk at a time, through relations
+        # registered on the store's connection: like every registered name they live only in
+        # this connection, so a kill leaves nothing of them in the store. The connection may read
+        # no file but the store and exactly these chunks (allowed_paths, set at connect time).
+        files = {table: [str(f.resolve()) for f in sorted(self.folder.glob(f"{table}-*.parquet"))] for table in TABLES}
+        chunks = [f for table in TABLES for f in files[table]]
+        with write_session(self.db, settings={"memory_limit": MEMORY_LIMIT}, allowed_paths=chunks) as con, \
+                contextlib.ExitStack() as names:
             for table in TABLES:
-                names.enter_context(registered(con, f"_staged_{table}", _dataset(self.folder, table)))
+                # chunks are matched by column name: a column may be all NULL in one of them
+                staged = con.read_parquet(files[table], union_by_name=True)
+                names.enter_context(registered(con, f"_staged_{table}", staged))
             with transaction(con):
                 return replace_from(con, *(f"_staged_{table}" for table in TABLES), late)
-
-
-def _dataset(folder: Path, table: str):
-    """The chunks of one table as one Arrow dataset, read lazily; a column all NULL in one chunk
-    is typed as in the others."""
-    import pyarrow.dataset as ds
-    import pyarrow.parquet as pq
-
-    files = [str(f) for f in sorted(folder.glob(f"{table}-*.parquet"))]
-    schema = pa.unify_schemas([pq.read_schema(f) for f in files], promote_options="permissive")
-    return ds.dataset(files, schema=schema, format="parquet")

@@ -18,6 +18,8 @@ from typing import Sequence
 import duckdb
 import polars as pl
 
+from core import schema
+
 from .runs import LATEST_ORDER, model_key_sql
 
 # A page of steps: enough for a screen, few enough to draw at once.
@@ -25,11 +27,8 @@ PAGE_STEPS = 100
 # How much of a text the summaries carry (the page shows the stored text, itself cut at ingest).
 SUMMARY_CHARS = 300
 
-STEP_COLUMNS = (
-    "step_index", "agent", "role", "kind", "tool_name", "tool_call_id", "tool_arguments", "text", "text_chars",
-    "error", "input_tokens", "output_tokens", "started_at", "seconds", "model", "finish_reason", "span_id",
-    "parent_span_id", "depth", "source_ref",
-)
+# A step as pages show it: its own columns, without the prediction it belongs to
+STEP_COLUMNS = tuple(c for c in schema.STEP_COLUMNS if c not in ("instance_id", "train_trial_index"))
 
 # Per prediction: its steps counted by kind. `{where}` is a fixed filter on `s` (transcript_steps).
 _COUNTS = """

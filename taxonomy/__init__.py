@@ -5,6 +5,8 @@ agreement, the discovery of new error types and the verification of analyses by 
 Public API:
     analyze(db, analyst, ...)            choose failures, analyse them, classify their titles (a failed
                                          agent transcript: its first decisive error step, taxonomy/transcripts.py)
+    LLMSettings(api_base=..., ...)       how a run calls its LLMs (taxonomy/settings.py): the `settings=` of
+                                         analyze, verify, classify_titles, discover and adopt; defaults as the CLI's
     classify_titles(titles, classifier)  title → category
     load_taxonomy(path=None)             the shipped erroratlas-v1 or a custom YAML/JSON file
     adopt(db, analyst, names, ...)       add discovered candidates as a new taxonomy version; stage 3 only
@@ -22,6 +24,7 @@ from .analyze import Summary, analyze, classify_titles
 from .catalog import (AGENT_VERSION, BUILTIN_VERSION, ENVIRONMENT, HARD, NO_ERROR, NOT_ERROR_TYPES, OTHER, Taxonomy,
                       TaxonomyError, load_taxonomy)
 from .discover import DiscoveryError, adopt, cluster_titles
+from .settings import LLMSettings
 
 __all__ = [
     "AGENT_VERSION",
@@ -30,6 +33,7 @@ __all__ = [
     "DiscoveryError",
     "ENVIRONMENT",
     "HARD",
+    "LLMSettings",
     "NO_ERROR",
     "NOT_ERROR_TYPES",
     "OTHER",

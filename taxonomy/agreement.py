@@ -55,7 +55,7 @@ def _rate(k: int, n: int) -> dict:
     """k of n as {k, n, rate, ci} (the 95% Wilson interval; rate and ci null when n is 0)."""
     if not n:
         return {"k": k, "n": n, "rate": None, "ci": None}
-    from stats.tests import wilson
+    from core.significance import wilson
 
     low, high = wilson(k, n)
     return {"k": k, "n": n, "rate": k / n, "ci": [low, high]}

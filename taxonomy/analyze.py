@@ -21,6 +21,7 @@ import math
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Sequence
 
 from store import StoreError, writable_db_path, write_session
@@ -30,9 +31,9 @@ from store.analysis import (
     analyses_of,
     cached_for_prompt,
     cached_responses,
-    cut_off_answers,
     classifications_of,
     correct_outputs,
+    cut_off_answers,
     failures,
     models_and_datasets,
     record_taxonomy,
@@ -43,20 +44,29 @@ from store.analysis import (
 from store.batches import pending_batches
 from store.first_errors import transcript_lengths
 
-from . import offline, transcripts as agent_runs
+from . import offline
+from . import transcripts as agent_runs
+from .batch import BatchSession, check_provider
+from .budget import Budget, BudgetExhausted, register_prices, require_prices
 from .catalog import AGENT_VERSION, Taxonomy, TaxonomyError, load_taxonomy, shipped
-from .classify import DEFAULT_BATCH_SIZE, OFFLINE, StageResult, classify_llm, classify_offline, offline_name
-from .budget import DEFAULT_MAX_TOKENS, Budget, BudgetExhausted, register_prices, require_prices
+from .classify import OFFLINE, StageResult, classify_llm, classify_offline, offline_name
 from .context import context_budget
 from .first_error import TRANSCRIPT_PROMPT_VERSION, parse_first_error
 from .journal import recover
-from .batch import BatchSession, check_provider
 from .llm import InvalidAnswer, LLMClient, LLMUnavailable, Stats, Writer, gather_all
-from .prompts import (ANALYSIS_PROMPT_VERSION, ANALYSIS_SCHEMA, CLASSIFY_PROMPT_VERSION, analysis_messages,
-                      classify_messages, parse_analysis, parse_classification)
+from .prompts import (
+    ANALYSIS_PROMPT_VERSION,
+    ANALYSIS_SCHEMA,
+    CLASSIFY_PROMPT_VERSION,
+    analysis_messages,
+    classify_messages,
+    parse_analysis,
+    parse_classification,
+)
 from .quotes import check_criteria
 from .runlock import run_lock
 from .select import check_names, failure_key, group_pairs, sample
+from .settings import LLMSettings
 from .title_classifier import check_supports
 
 
@@ -173,61 +183,66 @@ def analyze(
     db=None,
     analyst: str = OFFLINE,
     *,
-    api_base: str | None = None,
-    concurrency: int = 4,
-    max_cost: float | None = None,
+    classifier: str | None = None,
+    taxonomy_file: str | None = None,
     sample_ratio: float | None = None,
     models: Sequence[str] = (),
     datasets: Sequence[str] = (),
-    classifier: str | None = None,
-    taxonomy_file: str | None = None,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    timeout: float = 120.0,
-    backoff_s: float = 1.0,
-    max_tokens: int = DEFAULT_MAX_TOKENS,
-    prices: dict[str, tuple[float, float]] | None = None,
-    context_tokens: int | None = None,
-    batch: bool = False,
-    resume: bool = False,
-    poll_interval: float = 30.0,
-    retry_cut_off: bool = False,
+    settings: LLMSettings = LLMSettings(),
     progress: bool = False,
     log: Callable[[str], None] = lambda msg: None,
 ) -> Summary:
-    """`prices`: USD per million input and output tokens, for models litellm cannot price;
-    `context_tokens`: the analyst's context window, for a model litellm does not know.
-    `batch`: send through the provider's batch API; `resume`: collect the batches an earlier
-    run submitted (taxonomy/batch.py). `retry_cut_off`: ask again the prompts whose answers an
-    earlier run got cut off at max_tokens."""
+    """Analyse the failures of `models` on `datasets` (all when empty; `sample_ratio` of each
+    (model, dataset) pair) with `analyst`, and classify their titles with `classifier` under the
+    taxonomy of `taxonomy_file`. `settings`: how the LLMs are called (settings.py): `batch` sends
+    through the provider's batch API, `resume` collects the batches an earlier run submitted
+    (taxonomy/batch.py), `retry_cut_off` asks again the prompts whose answers an earlier run got
+    cut off at max_tokens."""
     started = time.perf_counter()
     tax = load_taxonomy(taxonomy_file)
     classifier = classifier or (OFFLINE if analyst == OFFLINE else analyst)
     if classifier == OFFLINE:
         check_supports(tax)
-    if batch_size < 1:
-        raise TaxonomyError(f"--batch-size must be at least 1, got {batch_size}")
-    if batch and analyst == OFFLINE and classifier == OFFLINE:
+    if settings.batch_size < 1:
+        raise TaxonomyError(f"--batch-size must be at least 1, got {settings.batch_size}")
+    if settings.batch and analyst == OFFLINE and classifier == OFFLINE:
         raise TaxonomyError("--batch sends requests through an LLM provider's batch API; the offline analyst sends none")
-    if batch:
+    if settings.batch:
         for model in sorted({analyst, classifier} - {OFFLINE}):
             check_provider(model)
     path = writable_db_path(db)
     if not path.exists():
         raise StoreError(f"{path}: no database here yet; load logs with `python -m ingest PATH`")
-    register_prices(prices or {})
-    require_prices(sorted({analyst, classifier} - {OFFLINE}), max_cost)
-    prompt_version = offline.VERSION if analyst == OFFLINE else ANALYSIS_PROMPT_VERSION
+    register_prices(dict(settings.prices or {}))
+    require_prices(sorted({analyst, classifier} - {OFFLINE}), settings.max_cost)
     classifier_name = offline_name() if classifier == OFFLINE else classifier
-    summary = Summary(classifier=classifier_name, budget=Budget(max_cost))
+    summary = Summary(classifier=classifier_name, budget=Budget(settings.max_cost))
+    run = _Run(path, analyst, classifier, tax, summary, settings, progress, log)
 
     with run_lock(path):
         summary.recovered = _recover(path, log)
-        _analyze(path, analyst, classifier, tax, prompt_version, summary, models, datasets, sample_ratio,
-                 api_base=api_base, concurrency=concurrency, max_cost=max_cost, batch_size=batch_size,
-                 timeout=timeout, backoff_s=backoff_s, max_tokens=max_tokens, context_tokens=context_tokens,
-                 retry_cut_off=retry_cut_off, progress=progress, log=log, batching=(batch, resume, poll_interval))
+        _analyze(run, models, datasets, sample_ratio)
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What the stages of one `analyze` run share."""
+
+    path: Path
+    analyst: str
+    classifier: str
+    tax: Taxonomy
+    summary: Summary
+    settings: LLMSettings
+    progress: bool
+    log: Callable[[str], None]
+
+    @property
+    def prompt_version(self) -> str:
+        """The prompt version of the analyses of plain answers."""
+        return offline.VERSION if self.analyst == OFFLINE else ANALYSIS_PROMPT_VERSION
 
 
 def _recover(path, log) -> int:
@@ -239,9 +254,9 @@ def _recover(path, log) -> int:
     return stored
 
 
-def _analyze(path, analyst, classifier, tax, prompt_version, summary, models, datasets, sample_ratio, *,
-             api_base, concurrency, max_cost, batch_size, timeout, backoff_s, max_tokens, context_tokens, retry_cut_off,
-             progress, log, batching=(False, False, 30.0)) -> None:
+def _analyze(run: _Run, models: Sequence[str], datasets: Sequence[str], sample_ratio: float | None) -> None:
+    path, analyst, classifier, tax, summary = run.path, run.analyst, run.classifier, run.tax, run.summary
+    prompt_version = run.prompt_version
     with write_session(path) as con:
         has_pending = bool(pending_batches(con))
         known_models, known_datasets = models_and_datasets(con)
@@ -297,7 +312,7 @@ def _analyze(path, analyst, classifier, tax, prompt_version, summary, models, da
     if analyst == OFFLINE:
         batch = Batch()
         for ph, members in groups.items():
-            found = offline.analyse(members[0])
+            found = offline.analyze(members[0])
             criteria = json.dumps(offline.criteria(found, members[0]))
             for f in members:
                 batch.analyses.append(_analysis_row(f, analyst, prompt_version, ph, found.title, found.summary, criteria, None,
@@ -311,34 +326,30 @@ def _analyze(path, analyst, classifier, tax, prompt_version, summary, models, da
                 save_batch(con, batch)
         summary.analysed_now += len(batch.analyses)
         groups = {}
-        agent_runs.analyse_offline(path, transcripts, summary.transcripts)
+        agent_runs.analyze_offline(path, transcripts, summary.transcripts)
         summary.analysed_now += summary.transcripts.analysed
         transcripts = []
 
     needs_llm = bool(groups) or classifier != OFFLINE or bool(transcripts)
-    batch, resume, poll_s = batching
-    if needs_llm or (resume and has_pending):
+    settings = run.settings
+    if needs_llm or (settings.resume and has_pending):
         session = None
-        if batch or resume or has_pending:
+        if settings.batch or settings.resume or has_pending:
             # without --resume a store with uncollected batches is refused (open() says so)
-            session = BatchSession(path, summary.budget, submit=batch, resume=resume, poll_s=poll_s, log=log,
+            session = BatchSession(path, summary.budget, submit=settings.batch, resume=settings.resume,
+                                   poll_s=settings.poll_interval, log=run.log,
                                    parsers={ANALYSIS_PROMPT_VERSION: parse_analysis,
                                             CLASSIFY_PROMPT_VERSION: parse_classification,
                                             TRANSCRIPT_PROMPT_VERSION: parse_first_error})
-        asyncio.run(_run_llm(
-            path, analyst, classifier, tax, groups, correct, title_of, classified, summary,
-            transcripts=transcripts, agent_tax=agent_tax,
-            api_base=api_base, concurrency=concurrency, max_cost=max_cost, batch_size=batch_size,
-            timeout=timeout, backoff_s=backoff_s, max_tokens=max_tokens, context_tokens=context_tokens,
-            retry_cut_off=retry_cut_off, progress=progress, log=log, session=session,
-        ))
+        asyncio.run(_run_llm(run, groups, correct, title_of, classified, transcripts, agent_tax, session))
     else:
-        _classify_offline_titles(path, tax, title_of, classified, summary, progress)
+        _classify_offline_titles(run, title_of, classified)
 
 
-def _classify_offline_titles(path, tax: Taxonomy, title_of: dict, classified: dict, summary: Summary, progress: bool) -> None:
+def _classify_offline_titles(run: _Run, title_of: dict, classified: dict) -> None:
+    path, tax, summary = run.path, run.tax, run.summary
     todo = sorted(set(title_of.values()) - set(classified))
-    with _bar(len(todo), "classifying", "title", progress and bool(todo)) as bar:
+    with _bar(len(todo), "classifying", "title", run.progress and bool(todo)) as bar:
         cats = classify_offline(todo, tax)
         bar.update(len(todo))
     if cats:
@@ -347,23 +358,17 @@ def _classify_offline_titles(path, tax: Taxonomy, title_of: dict, classified: di
     summary.titles_classified = len(cats)
 
 
-async def _run_llm(
-    path, analyst: str, classifier: str, tax: Taxonomy, groups: dict[str, list[dict]], correct: dict,
-    title_of: dict, classified: dict, summary: Summary, *, api_base, concurrency, max_cost, batch_size,
-    timeout, backoff_s, max_tokens, context_tokens, retry_cut_off, progress, log, session: BatchSession | None = None,
-    transcripts: list[dict] = (), agent_tax: Taxonomy | None = None,
-) -> None:
+async def _run_llm(run: _Run, groups: dict[str, list[dict]], correct: dict, title_of: dict, classified: dict,
+                   transcripts: list[dict], agent_tax: Taxonomy, session: BatchSession | None) -> None:
+    summary = run.summary
     clients: dict[str, LLMClient] = {}
 
     def client_for(model: str, writer: Writer, cached: dict[str, str], cut_off: dict[str, int | None]) -> LLMClient:
         # one client per model, so both stages share its semaphore and statistics; one budget
         # for the run, so the limit holds for analyst and classifier together
         if model not in clients:
-            clients[model] = LLMClient(
-                model, writer, api_base=api_base, concurrency=concurrency, timeout=timeout,
-                backoff_s=backoff_s, max_tokens=max_tokens, budget=summary.budget, cached=cached,
-                retry_cut_off=retry_cut_off,
-            )
+            clients[model] = LLMClient(model, writer, budget=summary.budget, cached=cached,
+                                       **run.settings.client_options())
         client = clients[model]
         client.writer = writer
         client.batch = session
@@ -376,13 +381,11 @@ async def _run_llm(
             await session.open()
         try:
             if groups:
-                await _stage1(path, analyst, tax, groups, correct, title_of, summary, client_for, batch_size, progress, log, max_cost,
-                              context_tokens)
+                await _stage1(run, groups, correct, title_of, client_for)
             if transcripts:
-                await _transcripts(path, analyst, transcripts, summary, client_for, agent_tax, progress, log,
-                                   context_tokens)
-            if classifier != OFFLINE:
-                await _stage3(path, classifier, tax, title_of, classified, summary, client_for, batch_size, progress)
+                await _transcripts(run, transcripts, client_for, agent_tax)
+            if run.classifier != OFFLINE:
+                await _stage3(run, title_of, classified, client_for)
         except BudgetExhausted:
             pass
         if session is not None:
@@ -392,9 +395,9 @@ async def _run_llm(
         # also when the last request was the one billed past its reservation
         if summary.budget.stopped is not None:
             summary.stopped = summary.budget.message()
-        if classifier == OFFLINE:
+        if run.classifier == OFFLINE:
             # free, so the titles of a run stopped by the budget are classified too
-            _classify_offline_titles(path, tax, title_of, classified, summary, progress)
+            _classify_offline_titles(run, title_of, classified)
     except BaseException:
         if session is not None:
             session.abandon()  # what was submitted stays recorded for --resume
@@ -405,11 +408,13 @@ async def _run_llm(
                 setattr(summary.stats, name, getattr(summary.stats, name) + getattr(c.stats, name))
 
 
-async def _stage1(path, analyst, tax, groups, correct, title_of, summary, client_for, batch_size, progress, log, max_cost,
-                  context_tokens=None) -> None:
+async def _stage1(run: _Run, groups: dict[str, list[dict]], correct: dict, title_of: dict,
+                  client_for: Callable) -> None:
+    path, analyst, summary, log = run.path, run.analyst, run.summary, run.log
+    batch_size, max_cost = run.settings.batch_size, run.settings.max_cost
     writer = Writer(path)
     client = client_for(analyst, writer, {}, {})
-    budget = context_budget(analyst, client.max_tokens, context_tokens)
+    budget = context_budget(analyst, client.max_tokens, run.settings.context_tokens)
     prepared = []
     for ph, members in groups.items():
         first = members[0]
@@ -432,7 +437,8 @@ async def _stage1(path, analyst, tax, groups, correct, title_of, summary, client
     estimates = [client.estimate_cost(m, "analysis") for m in to_send]
     if to_send and all(e is not None for e in estimates):
         n_batches = math.ceil(len(groups) / batch_size)
-        summary.estimated_cost = sum(estimates) + n_batches * (client.estimate_cost(classify_messages(tax, ["x"] * batch_size), "classification") or 0)
+        per_batch = client.estimate_cost(classify_messages(run.tax, ["x"] * batch_size), "classification") or 0
+        summary.estimated_cost = sum(estimates) + n_batches * per_batch
         log(f"{len(to_send)} analysis requests to send (+ ~{n_batches} classification batches), estimated cost ${summary.estimated_cost:.4f}"
             + (f"; each request reserves its worst case at --max-tokens {client.max_tokens} from --max-cost ${max_cost:.4f}" if max_cost is not None else ""))
     elif to_send:
@@ -441,7 +447,7 @@ async def _stage1(path, analyst, tax, groups, correct, title_of, summary, client
     if to_send:
         await client.warm_up()
     writer.start()
-    bar = _bar(sum(len(m) for _, m, _, _ in prepared), "analysing", "failure", progress)
+    bar = _bar(sum(len(m) for _, m, _, _ in prepared), "analysing", "failure", run.progress)
     t0 = time.perf_counter()
 
     async def one(ph: str, members: list[dict], msgs: list[dict], context_note: str | None) -> None:
@@ -477,15 +483,16 @@ async def _stage1(path, analyst, tax, groups, correct, title_of, summary, client
         summary.analysis_seconds = time.perf_counter() - t0
 
 
-async def _transcripts(path, analyst, transcripts, summary, client_for, agent_tax, progress, log, context_tokens) -> None:
+async def _transcripts(run: _Run, transcripts: list[dict], client_for: Callable, agent_tax: Taxonomy) -> None:
     """The failed agent transcripts, read by the LLM analyst (transcripts.py); their categories are
     chosen at stage 1, so they add no titles to stage 3."""
+    summary = run.summary
     counts = summary.transcripts
     before = counts.analysed
-    bar = _bar(len(transcripts), "reading transcripts", "transcript", progress)
+    bar = _bar(len(transcripts), "reading transcripts", "transcript", run.progress)
     try:
-        await agent_runs.analyse_llm(path, analyst, transcripts, counts, client_for, agent_tax,
-                                     context_tokens=context_tokens, log=log, bar=bar.update)
+        await agent_runs.analyze_llm(run.path, run.analyst, transcripts, counts, client_for, agent_tax,
+                                     context_tokens=run.settings.context_tokens, log=run.log, bar=bar.update)
     finally:
         bar.close()
         summary.analysed_now += counts.analysed - before
@@ -501,7 +508,8 @@ def _outcome(fa) -> tuple[str, str, str | None]:
     return NO_MODEL_ERROR, fa.error_summary or f"{reason[0].upper()}{reason[1:]}.", reason
 
 
-async def _stage3(path, classifier, tax, title_of, classified, summary, client_for, batch_size, progress) -> None:
+async def _stage3(run: _Run, title_of: dict, classified: dict, client_for: Callable) -> None:
+    path, classifier, summary = run.path, run.classifier, run.summary
     todo = sorted(set(title_of.values()) - set(classified))
     if not todo:
         return
@@ -512,10 +520,10 @@ async def _stage3(path, classifier, tax, title_of, classified, summary, client_f
     writer = Writer(path)
     client = client_for(classifier, writer, cached, cut_off)
     writer.start()
-    bar = _bar(len(todo), "classifying", "title", progress)
+    bar = _bar(len(todo), "classifying", "title", run.progress)
     try:
-        result: StageResult = await classify_llm(client, writer, tax, todo, batch_size, on_done=bar.update,
-                                                 summaries=summaries)
+        result: StageResult = await classify_llm(client, writer, run.tax, todo, run.settings.batch_size,
+                                                 on_done=bar.update, summaries=summaries)
     finally:
         bar.close()
         await writer.close()
@@ -529,18 +537,14 @@ def classify_titles(
     classifier: str = OFFLINE,
     *,
     db=None,
-    api_base: str | None = None,
     taxonomy_file: str | None = None,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    concurrency: int = 4,
-    timeout: float = 120.0,
-    max_tokens: int = DEFAULT_MAX_TOKENS,
-    retry_cut_off: bool = False,
+    settings: LLMSettings = LLMSettings(),
     progress: bool = False,
     log: Callable[[str], None] = lambda msg: None,
 ) -> tuple[dict[str, str], Summary]:
     """Title → category. The offline classifier needs no database; an LLM classifier uses the
-    store for its cache, its call log and the classifications it makes."""
+    store for its cache, its call log and the classifications it makes. Of `settings`, the batch
+    API, prices and --max-cost do not apply here."""
     started = time.perf_counter()
     tax = load_taxonomy(taxonomy_file)
     unique = list(dict.fromkeys(titles))
@@ -556,16 +560,13 @@ def classify_titles(
             pass
     with run_lock(path):
         summary.recovered = _recover(path, log)
-        cats = _classify_titles_locked(path, unique, classifier, tax, summary, api_base=api_base, batch_size=batch_size,
-                                       concurrency=concurrency, timeout=timeout, max_tokens=max_tokens,
-                                       retry_cut_off=retry_cut_off, progress=progress)
+        cats = _classify_titles_locked(path, unique, classifier, tax, summary, settings, progress)
     summary.titles_classified = len(cats)
     summary.seconds = time.perf_counter() - started
     return cats, summary
 
 
-def _classify_titles_locked(path, unique, classifier, tax, summary, *, api_base, batch_size, concurrency, timeout,
-                            max_tokens, retry_cut_off, progress) -> dict[str, str]:
+def _classify_titles_locked(path, unique, classifier, tax, summary, settings: LLMSettings, progress) -> dict[str, str]:
     with write_session(path) as con:
         ensure_taxonomy(con, tax)
         known = classifications_of(con, tax.version, classifier)
@@ -579,12 +580,12 @@ def _classify_titles_locked(path, unique, classifier, tax, summary, *, api_base,
         with write_session(path) as con:
             cached = cached_for_prompt(con, classifier, CLASSIFY_PROMPT_VERSION)
             cut_off = cut_off_answers(con, classifier, CLASSIFY_PROMPT_VERSION)
-        client = LLMClient(classifier, writer, api_base=api_base, concurrency=concurrency, timeout=timeout,
-                           max_tokens=max_tokens, cached=cached, cut_off=cut_off, retry_cut_off=retry_cut_off)
+        client = LLMClient(classifier, writer, cached=cached, cut_off=cut_off, **settings.client_options())
         writer.start()
         bar = _bar(len(todo), "classifying", "title", progress)
         try:
-            return await classify_llm(client, writer, tax, todo, batch_size, on_done=bar.update, summaries=summaries)
+            return await classify_llm(client, writer, tax, todo, settings.batch_size, on_done=bar.update,
+                                      summaries=summaries)
         finally:
             bar.close()
             await writer.close()

@@ -41,8 +41,14 @@ from typing import Any, Callable
 
 from store import FaultlineError, write_session
 from store.analysis import now
-from store.batches import (SUBMITTING, forget_submission, mark_submitted, pending_batches, record_submission,
-                           save_collection)
+from store.batches import (
+    SUBMITTING,
+    forget_submission,
+    mark_submitted,
+    pending_batches,
+    record_submission,
+    save_collection,
+)
 
 from .budget import Budget, price
 from .llm import InvalidAnswer, LLMError, LLMUnavailable, redact
@@ -131,9 +137,9 @@ class _Submission:
 
 
 def _lit():
-    from .llm import _litellm
+    from . import provider
 
-    return _litellm()
+    return provider.litellm()
 
 
 async def _api(what: str, call, *args, **kwargs):

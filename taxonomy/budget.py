@@ -30,6 +30,8 @@ import logging
 
 from store import FaultlineError
 
+from . import provider
+
 DEFAULT_MAX_TOKENS = 4096
 PROMPT_MARGIN_TOKENS = 512
 
@@ -44,18 +46,12 @@ class PriceUnknown(FaultlineError):
     """--max-cost was asked for a model without a price."""
 
 
-def _litellm():
-    from .llm import _litellm as load
-
-    return load()
-
-
 def register_prices(prices: dict[str, tuple[float, float]]) -> None:
     """User prices in USD per million input / output tokens, handed to litellm's cost map so that
     litellm prices every response of these models."""
     if not prices:
         return
-    lit = _litellm()
+    lit = provider.litellm()
     entries = {
         model: {"input_cost_per_token": p_in / 1e6, "output_cost_per_token": p_out / 1e6,
                 "litellm_provider": model.split("/", 1)[0] if "/" in model else "openai", "mode": "chat"}
@@ -74,7 +70,7 @@ def register_prices(prices: dict[str, tuple[float, float]]) -> None:
 def price(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
     """Dollars for these tokens, or None when litellm has no price for the model."""
     try:
-        cin, cout = _litellm().cost_per_token(model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+        cin, cout = provider.litellm().cost_per_token(model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
     except Exception:
         return None
     return float(cin) + float(cout)
@@ -96,7 +92,7 @@ def max_output_tokens(model: str, requested: int) -> int:
     """`requested`, lowered to the model's own output limit when litellm knows it (a larger
     max_tokens is an error at most providers)."""
     try:
-        limit = _litellm().get_model_info(model).get("max_output_tokens")
+        limit = provider.litellm().get_model_info(model).get("max_output_tokens")
     except Exception:
         return requested
     return min(requested, int(limit)) if limit else requested

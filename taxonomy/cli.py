@@ -5,14 +5,16 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import fields
 
-from ingest.names import json_visible, visible_output
-from ingest.numbers import NumberError, decimal_number, whole_number
+from core.names import json_visible, visible_output
+from core.numbers import NumberError, decimal_number, whole_number
 from store import FaultlineError
 
 from .budget import DEFAULT_MAX_TOKENS
 from .classify import DEFAULT_BATCH_SIZE, OFFLINE
 from .context import DEFAULT_CONTEXT_TOKENS
+from .settings import LLMSettings
 
 # the analyst used when --analyst is omitted: the first provider with a key in the environment
 DEFAULT_MODELS = [
@@ -30,7 +32,7 @@ def default_analyst() -> str:
 
 def _number(kind: type, ok, requirement: str):
     """An argparse type: read as a whole number (kind int) or a finite decimal (kind float) in
-    ASCII digits (ingest.numbers: int() takes "٣", float() "1e999" and "nan"), then require
+    ASCII digits (core.numbers: int() takes "٣", float() "1e999" and "nan"), then require
     `ok(value)`."""
     read = whole_number if kind is int else decimal_number
 
@@ -60,6 +62,15 @@ def _prices(given: list[list[str]]) -> dict[str, tuple[float, float]]:
         except argparse.ArgumentTypeError as exc:
             raise FaultlineError(f"--price {model}: {exc}") from None
     return prices
+
+
+def llm_settings(args: argparse.Namespace) -> LLMSettings:
+    """The run's LLM configuration from its command's flags, each flag to the setting of its name
+    (--price to prices); a setting the command has no flag for keeps its default."""
+    given = {f.name: getattr(args, f.name) for f in fields(LLMSettings) if hasattr(args, f.name)}
+    if hasattr(args, "price"):
+        given["prices"] = _prices(args.price)
+    return LLMSettings(**given)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -165,13 +176,12 @@ def _discover(args) -> int:
         return 0
     if args.adopt:
         done = adopt(args.db, args.analyst, args.adopt, all_failures=args.all, version=args.version, out=args.out,
-                     api_base=args.api_base, concurrency=args.concurrency, timeout=args.timeout)
+                     settings=llm_settings(args))
         print(f"taxonomy {done.version} = {done.base_version} + {', '.join(done.added)} (written to {done.taxonomy_file}); "
               f"{done.titles_reclassified} titles re-classified, {done.classification_requests} classification requests, "
               "0 analysis requests")
         return 0
-    found = discover(args.db, args.analyst, args.all, api_base=args.api_base, concurrency=args.concurrency,
-                     timeout=args.timeout)
+    found = discover(args.db, args.analyst, args.all, settings=llm_settings(args))
     if args.json:
         print(json_visible(json.dumps([c.as_json() for c in found.candidates], indent=2, ensure_ascii=False)))
     else:
@@ -207,10 +217,7 @@ def _verify(args, progress: bool) -> int:
 
     summary = verify(
         args.db, args.verifier, analyst=args.analyst, sample=args.sample, models=args.models, datasets=args.datasets,
-        api_base=args.api_base, concurrency=args.concurrency, max_cost=args.max_cost, prices=_prices(args.price),
-        timeout=args.timeout, max_tokens=args.max_tokens, context_tokens=args.context_tokens, batch=args.batch,
-        resume=args.resume, poll_interval=args.poll_interval, retry_cut_off=args.retry_cut_off, progress=progress,
-        log=lambda msg: print(msg, file=sys.stderr),
+        settings=llm_settings(args), progress=progress, log=lambda msg: print(msg, file=sys.stderr),
     )
     if args.json:
         print(json.dumps(summary.as_json(), indent=2))
@@ -272,7 +279,7 @@ def _print_agreement(report) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    # names and texts printed show invisible characters as <U+XXXX> (ingest/names.py)
+    # names and texts printed show invisible characters as <U+XXXX> (core/names.py)
     with visible_output():
         return _run(args)
 
@@ -307,12 +314,8 @@ def _run(args) -> int:
 
         if args.command == "analyze":
             summary = analyze(
-                args.db, args.analyst or default_analyst(), api_base=args.api_base,
-                concurrency=args.concurrency, max_cost=args.max_cost, sample_ratio=args.sample,
-                models=args.models, datasets=args.datasets, classifier=args.classifier,
-                taxonomy_file=args.taxonomy, batch_size=args.batch_size, timeout=args.timeout,
-                max_tokens=args.max_tokens, prices=_prices(args.price), context_tokens=args.context_tokens,
-                batch=args.batch, resume=args.resume, poll_interval=args.poll_interval, retry_cut_off=args.retry_cut_off,
+                args.db, args.analyst or default_analyst(), classifier=args.classifier, taxonomy_file=args.taxonomy,
+                sample_ratio=args.sample, models=args.models, datasets=args.datasets, settings=llm_settings(args),
                 progress=progress, log=lambda msg: print(msg, file=sys.stderr),
             )
             print(summary.line())
@@ -324,9 +327,8 @@ def _run(args) -> int:
         titles = [" ".join(line.split()) for line in sys.stdin]
         titles = [t for t in titles if t]
         cats, summary = classify_titles(
-            titles, args.classifier, db=args.db, api_base=args.api_base, taxonomy_file=args.taxonomy,
-            batch_size=args.batch_size, concurrency=args.concurrency, timeout=args.timeout, progress=progress,
-            max_tokens=args.max_tokens, retry_cut_off=args.retry_cut_off, log=lambda msg: print(msg, file=sys.stderr),
+            titles, args.classifier, db=args.db, taxonomy_file=args.taxonomy, settings=llm_settings(args),
+            progress=progress, log=lambda msg: print(msg, file=sys.stderr),
         )
         for t in titles:
             if t in cats:

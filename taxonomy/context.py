@@ -40,10 +40,10 @@ class ContextBudget:
 
 def model_window(model: str) -> int | None:
     """The model's context window (input tokens) in litellm's model info, or None."""
-    from .llm import _litellm
+    from . import provider
 
     try:
-        info = _litellm().get_model_info(model)
+        info = provider.litellm().get_model_info(model)
     except Exception:
         return None
     window = info.get("max_input_tokens") or info.get("max_tokens")
@@ -51,9 +51,9 @@ def model_window(model: str) -> int | None:
 
 
 def token_counter(model: str) -> Callable[[str], int]:
-    from .llm import _litellm
+    from . import provider
 
-    lit = _litellm()
+    lit = provider.litellm()
 
     def count(text: str) -> int:
         if not text:

@@ -45,6 +45,7 @@ from store.analysis import Batch, cached_for_prompt, save_batch
 from .catalog import OTHER, TaxonomyError
 from .offline import is_specific
 from .select import choose_analyst
+from .settings import LLMSettings
 
 DISCOVER_PROMPT_VERSION = "discover-v1"
 TITLES_PER_CALL = 500
@@ -254,8 +255,8 @@ def _batches(groups: list[tuple[int, list[str]]]) -> list[list[tuple[int, list[s
     return out
 
 
-def name_with_llm(path, model: str, groups: list[tuple[int, list[str]]], *, api_base=None, concurrency=4,
-                  timeout=120.0) -> tuple[dict[int, tuple[str, str]], int]:
+def name_with_llm(path, model: str, groups: list[tuple[int, list[str]]],
+                  settings: LLMSettings = LLMSettings()) -> tuple[dict[int, tuple[str, str]], int]:
     """cluster → (name, description) from the LLM, and the number of requests sent."""
     from .journal import recover
     from .llm import LLMClient, Writer, gather_all
@@ -265,7 +266,7 @@ def name_with_llm(path, model: str, groups: list[tuple[int, list[str]]], *, api_
 
     async def run() -> int:
         writer = Writer(path)
-        client = LLMClient(model, writer, api_base=api_base, concurrency=concurrency, timeout=timeout, cached=cached)
+        client = LLMClient(model, writer, cached=cached, **settings.client_options())
         writer.start()
 
         async def one(batch):
@@ -293,8 +294,10 @@ def name_with_llm(path, model: str, groups: list[tuple[int, list[str]]], *, api_
     return names, requests
 
 
-def discover(db=None, analyst: str | None = None, all_failures: bool = False, *, api_base: str | None = None,
-             concurrency: int = 4, timeout: float = 120.0, min_size: int = 2) -> Discovery:
+def discover(db=None, analyst: str | None = None, all_failures: bool = False, *,
+             settings: LLMSettings = LLMSettings(), min_size: int = 2) -> Discovery:
+    """Candidate categories from the clustered titles; an LLM analyst names the clusters, called as
+    `settings` say (their batch API, prices and --max-cost do not apply here)."""
     path = resolve_db_path(db)
     if not path.exists():
         raise DiscoveryError(f"{path}: no database here yet; load logs with `python -m ingest PATH`")
@@ -329,7 +332,7 @@ def discover(db=None, analyst: str | None = None, all_failures: bool = False, *,
     if analyst == "offline" or not groups:
         named = {i: name_cluster(ts) for i, ts in groups}
     else:
-        named, requests = name_with_llm(path, analyst, groups, api_base=api_base, concurrency=concurrency, timeout=timeout)
+        named, requests = name_with_llm(path, analyst, groups, settings)
     candidates = []
     seen: Counter = Counter()
     for i, ts in groups:
@@ -372,14 +375,13 @@ def _new_version(base: str, added: list[Candidate]) -> str:
 
 
 def adopt(db=None, analyst: str | None = None, names: Sequence[str] = (), *, all_failures: bool = False,
-          version: str | None = None, out: str | None = None, api_base: str | None = None,
-          concurrency: int = 4, timeout: float = 120.0) -> Adoption:
+          version: str | None = None, out: str | None = None, settings: LLMSettings = LLMSettings()) -> Adoption:
     """Add the named candidates to the analyst's taxonomy as a new version and run stage 3 again."""
     from .analyze import classify_titles, ensure_taxonomy
     from .catalog import load_taxonomy
     from .classify import offline_name
 
-    found = discover(db, analyst, all_failures, api_base=api_base, concurrency=concurrency, timeout=timeout)
+    found = discover(db, analyst, all_failures, settings=settings)
     by_name = {c.name.casefold(): c for c in found.candidates}
     missing = [n for n in names if n.casefold() not in by_name]
     if missing or not names:
@@ -423,6 +425,5 @@ def adopt(db=None, analyst: str | None = None, names: Sequence[str] = (), *, all
         return Adoption(new_version, found.base_version, [c.name for c in chosen], target, len(rows), 0)
     with write_session(path) as con:
         ensure_taxonomy(con, tax)
-    cats, summary = classify_titles(every_title, found.analyst, db=path, api_base=api_base, taxonomy_file=str(target),
-                                    concurrency=concurrency, timeout=timeout)
+    cats, summary = classify_titles(every_title, found.analyst, db=path, taxonomy_file=str(target), settings=settings)
     return Adoption(new_version, found.base_version, [c.name for c in chosen], target, len(cats), summary.stats.requests)

@@ -2,7 +2,7 @@
 
 Who&When logs carry, per failed run, the agent the people hold responsible (`mistake_agent`), the
 step of the first decisive error (`mistake_step`, an index into `history` written as a string) and
-why (`mistake_reason`). The Who&When reader (ingest/readers/who_when.py) leaves them out: they are
+why (`mistake_reason`). The Who&When reader (ingest/sources/who_when.py) leaves them out: they are
 a reviewer's word, not the harness's. Here each becomes a review with action `label` and no
 analyst (a label made apart from any analysis): its step, agent and the reason as its note, for
 every run ingested from the log's folder (`runs.source_path`; each `--model` a run) and the
@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+from core.numbers import NumberError, shown, whole_number
 from ingest import files
 from ingest.errors import IngestError
 from ingest.jsonio import expect, load_json
-from ingest.numbers import NumberError, shown, whole_number
 from ingest.walk import matching_files
 from store import FaultlineError, writable_db_path, write_session
 from store.first_errors import record_labels, runs_from, transcript_lengths

@@ -37,10 +37,19 @@ from typing import Any, Callable
 
 import duckdb
 
-from ingest.numbers import number_or_none
+from core.numbers import number_or_none
 from store import FaultlineError, StoreError, write_session
 from store.analysis import Batch, now, save_batch
-from .budget import DEFAULT_MAX_TOKENS, Budget, max_output_tokens, price, prompt_token_bound, usage_bound
+
+from . import provider
+from .budget import (
+    DEFAULT_MAX_TOKENS,
+    Budget,
+    max_output_tokens,
+    price,
+    prompt_token_bound,
+    usage_bound,
+)
 from .journal import Journal
 
 EXPECTED_COMPLETION_TOKENS = {"analysis": 600, "classification": 1500, "discovery": 1500, "verification": 200}
@@ -70,18 +79,6 @@ class JournalFailed(StoreError):
         else:
             what = f"{path}: cannot write the journal of paid answers ({exc.strerror or exc})"
         super().__init__(what)
-
-
-def _litellm():
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
-    # the OpenAI SDK imports its resource modules on the first request (about a second of CPU);
-    # doing it here keeps that out of the first round of concurrent requests
-    import openai.resources  # noqa: F401
-
-    litellm.suppress_debug_info = True
-    litellm.drop_params = True
-    return litellm
 
 
 def cache_key(model: str, prompt_version: str, messages: list[dict], schema: dict | None) -> str:
@@ -226,7 +223,7 @@ def _retry_after(exc: Exception) -> float | None:
     value = headers.get("retry-after") if headers is not None else None
     if not value:
         return None
-    # seconds in ASCII digits (ingest.numbers: float() also takes "nan", "1e999" and "٣"), else
+    # seconds in ASCII digits (core.numbers: float() also takes "nan", "1e999" and "٣"), else
     # an HTTP date; a header that is neither is no wait asked for
     seconds = number_or_none(value) if isinstance(value, str) else None
     if seconds is not None:
@@ -273,7 +270,7 @@ class LLMClient:
         self.batch = None
         self._sem = asyncio.Semaphore(max(1, concurrency))
         self.stopped: FaultlineError | None = None
-        lit = _litellm()
+        lit = provider.litellm()
         self._lit = lit
         self.max_tokens = max_output_tokens(model, max_tokens)
         # local OpenAI-compatible servers (vLLM, llama.cpp, ...) accept a JSON schema; for hosted

@@ -6,7 +6,7 @@ analyst's `final_answer`, plus its evidence), or a `Look` (its shape applied, bu
 needs was missing or ambiguous: it says why), or None (not its shape). Every detector fires only
 on unambiguous evidence: a wrong specific label is worse than Hard to Analyze.
 
-`analyse` runs them in a fixed order — the order in which errors set an answer's trajectory: no
+`analyze` runs them in a fixed order — the order in which errors set an answer's trajectory: no
 answer; whether it is an error at all (the output provably says what a reference says → No
 Model Error); the judge's own words when the log has them; unsafe or refused; then the answer's
 correctness, before any surface symptom (no single option chosen, a false calculation step, a
@@ -395,7 +395,7 @@ def is_specific(title: str) -> bool:
     return title not in TITLE_CATEGORIES
 
 
-def analyse(rec: dict) -> Finding:
+def analyze(rec: dict) -> Finding:
     looked: list[Look] = []
     for detector in DETECTORS:
         found = detector(rec)

@@ -25,7 +25,7 @@ from store.first_errors import run_formats, transcript_steps
 from .catalog import AGENT_VERSION, HARD, Taxonomy
 from .context import context_budget
 from .detectors.transcript import VERSION as OFFLINE_VERSION
-from .detectors.transcript import analyse as detect
+from .detectors.transcript import analyze as detect
 from .first_error import (MAX_ATTEMPTS, TRANSCRIPT_PROMPT_VERSION, FirstError, Plan, check, first_error_schema,
                           follow_up, parse_first_error, plan)
 from .llm import InvalidAnswer, LLMUnavailable, Writer, gather_all
@@ -92,7 +92,7 @@ def _chunks(rows: list, n: int = CHUNK):
 # ---------------------------------------------------------------- offline
 
 
-def analyse_offline(path, transcripts: list[dict], counts: TranscriptCounts) -> None:
+def analyze_offline(path, transcripts: list[dict], counts: TranscriptCounts) -> None:
     """The detectors on each failed transcript; rows saved a chunk at a time."""
     for chunk in _chunks(transcripts):
         with write_session(path) as con:
@@ -132,7 +132,7 @@ class _Prepared:
     ph: str
 
 
-async def analyse_llm(path, analyst: str, transcripts: list[dict], counts: TranscriptCounts, client_for: Callable,
+async def analyze_llm(path, analyst: str, transcripts: list[dict], counts: TranscriptCounts, client_for: Callable,
                       taxonomy: Taxonomy, *, context_tokens: int | None, log: Callable[[str], None],
                       bar: Callable[[int], None] = lambda n: None) -> None:
     """Each failed transcript read by the LLM analyst, segment by segment (first_error.py)."""

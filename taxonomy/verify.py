@@ -24,8 +24,6 @@ from typing import Callable, Sequence
 from pydantic import BaseModel, ValidationError
 
 from store import StoreError, writable_db_path, write_session
-from store.batches import pending_batches
-from store.first_errors import transcript_lengths
 from store.analysis import (
     Batch,
     cached_responses,
@@ -36,9 +34,11 @@ from store.analysis import (
     models_and_datasets,
     verdicts_of,
 )
+from store.batches import pending_batches
+from store.first_errors import transcript_lengths
 
 from .batch import BatchSession, check_provider
-from .budget import DEFAULT_MAX_TOKENS, Budget, BudgetExhausted, register_prices, require_prices
+from .budget import Budget, BudgetExhausted, register_prices, require_prices
 from .catalog import TaxonomyError
 from .context import context_budget
 from .llm import InvalidAnswer, LLMClient, LLMUnavailable, Stats, Writer, gather_all
@@ -46,6 +46,7 @@ from .prompts import _json_text, analysis_fields, failure_messages
 from .quotes import verified
 from .runlock import run_lock
 from .select import SAMPLE_SEED, check_names, choose_analyst, failure_key
+from .settings import LLMSettings
 
 VERIFY_PROMPT_VERSION = "verify-v1"
 
@@ -148,7 +149,7 @@ class VerifySummary:
 
     @property
     def ci(self) -> tuple[float, float] | None:
-        from stats.tests import wilson
+        from core.significance import wilson
 
         return wilson(self.accepted, self.n) if self.n else None
 
@@ -194,38 +195,28 @@ def verify(
     sample: int | None = None,
     models: Sequence[str] = (),
     datasets: Sequence[str] = (),
-    api_base: str | None = None,
-    concurrency: int = 4,
-    max_cost: float | None = None,
-    prices: dict[str, tuple[float, float]] | None = None,
-    timeout: float = 120.0,
-    backoff_s: float = 1.0,
-    max_tokens: int = DEFAULT_MAX_TOKENS,
-    context_tokens: int | None = None,
-    batch: bool = False,
-    resume: bool = False,
-    poll_interval: float = 30.0,
-    retry_cut_off: bool = False,
+    settings: LLMSettings = LLMSettings(),
     progress: bool = False,
     log: Callable[[str], None] = lambda msg: None,
 ) -> VerifySummary:
     """Verify the current analyses of `analyst` (default: the analyst with the most labels), all
-    or a fixed sample of `sample` of them; `batch`/`resume` as for `analyze`."""
-    from .analyze import _bar, _recover
+    or a fixed sample of `sample` of them; `settings` as for `analyze` (its batch_size does not
+    apply here)."""
+    from .analyze import _recover
 
     started = time.perf_counter()
     if not verifier or verifier == "offline":
         raise TaxonomyError("--verifier must be a litellm model (the offline analyst cannot judge analyses)")
     if sample is not None and sample < 1:
         raise TaxonomyError(f"--sample must be at least 1, got {sample}")
-    if batch:
+    if settings.batch:
         check_provider(verifier)
     path = writable_db_path(db)
     if not path.exists():
         raise StoreError(f"{path}: no database here yet; load logs with `python -m ingest PATH`")
-    register_prices(prices or {})
-    require_prices([verifier], max_cost)
-    summary = VerifySummary(verifier=verifier, budget=Budget(max_cost))
+    register_prices(dict(settings.prices or {}))
+    require_prices([verifier], settings.max_cost)
+    summary = VerifySummary(verifier=verifier, budget=Budget(settings.max_cost))
     with run_lock(path):
         summary.recovered = _recover(path, log)
         with write_session(path) as con:
@@ -253,17 +244,15 @@ def verify(
             else:
                 summary.previously_verified += 1
                 summary.accepted += verdict[0]
-        if pending or (resume and has_pending):
+        if pending or (settings.resume and has_pending):
             session = None
-            if batch or resume or has_pending:
+            if settings.batch or settings.resume or has_pending:
                 # without --resume a store with uncollected batches is refused (open() says so)
-                session = BatchSession(path, summary.budget, submit=batch, resume=resume, poll_s=poll_interval, log=log,
+                session = BatchSession(path, summary.budget, submit=settings.batch, resume=settings.resume,
+                                       poll_s=settings.poll_interval, log=log,
                                        parsers={VERIFY_PROMPT_VERSION: parse_verdict})
             try:
-                asyncio.run(_verify_all(path, verifier, analyst, pending, correct, summary, _bar, api_base=api_base,
-                                        concurrency=concurrency, timeout=timeout, backoff_s=backoff_s,
-                                        max_tokens=max_tokens, context_tokens=context_tokens, progress=progress,
-                                        log=log, max_cost=max_cost, session=session, retry_cut_off=retry_cut_off))
+                asyncio.run(_verify_all(path, summary, pending, correct, session, settings, progress=progress, log=log))
             except BudgetExhausted:
                 pass
             if summary.budget.stopped is not None:
@@ -272,14 +261,17 @@ def verify(
     return summary
 
 
-async def _verify_all(path, verifier, analyst, pending, correct, summary: VerifySummary, bar_of, *, api_base, concurrency,
-                      timeout, backoff_s, max_tokens, context_tokens, progress, log, max_cost,
-                      session: BatchSession | None = None, retry_cut_off: bool = False) -> None:
+async def _verify_all(path, summary: VerifySummary, pending: list[tuple[dict, dict]], correct: dict,
+                      session: BatchSession | None, settings: LLMSettings, *, progress: bool,
+                      log: Callable[[str], None]) -> None:
+    """Verify `pending` (failure, analysis) pairs of `summary.analyst` with `summary.verifier`."""
+    from .analyze import _bar
+
+    verifier, analyst = summary.verifier, summary.analyst
     writer = Writer(path)
-    client = LLMClient(verifier, writer, api_base=api_base, concurrency=concurrency, timeout=timeout, backoff_s=backoff_s,
-                       max_tokens=max_tokens, budget=summary.budget, retry_cut_off=retry_cut_off)
+    client = LLMClient(verifier, writer, budget=summary.budget, **settings.client_options())
     client.batch = session
-    budget = context_budget(verifier, client.max_tokens, context_tokens)
+    budget = context_budget(verifier, client.max_tokens, settings.context_tokens)
     # identical prompts (the same failure text, analysed alike) are sent once
     groups: dict[str, tuple[list[dict], list[tuple[dict, dict]]]] = {}
     for f, a in pending:
@@ -292,20 +284,20 @@ async def _verify_all(path, verifier, analyst, pending, correct, summary: Verify
         client.cached.update(cached_responses(con, list(groups)))
         # answers an earlier run got cut off at max_tokens are not bought again (--retry-cut-off)
         client.cut_off.update(cut_off_answers(con, verifier, VERIFY_PROMPT_VERSION))
-    skipped = set() if retry_cut_off else set(client.cut_off)
+    skipped = set() if settings.retry_cut_off else set(client.cut_off)
     to_send = [msgs for key, (msgs, _) in groups.items() if key not in client.cached and key not in skipped]
     estimates = [client.estimate_cost(m, "verification") for m in to_send]
     if to_send and all(e is not None for e in estimates):
         summary.estimated_cost = sum(estimates)
         log(f"{len(to_send)} verification requests to send, estimated cost ${summary.estimated_cost:.4f}"
-            + (f"; each request reserves its worst case at --max-tokens {client.max_tokens} from --max-cost ${max_cost:.4f}"
-               if max_cost is not None else ""))
+            + (f"; each request reserves its worst case at --max-tokens {client.max_tokens} from --max-cost "
+               f"${settings.max_cost:.4f}" if settings.max_cost is not None else ""))
     elif to_send:
         log(f"{len(to_send)} verification requests to send; litellm has no price for {verifier}, so cost is not tracked")
     if to_send:
         await client.warm_up()
     writer.start()
-    bar = bar_of(len(pending), "verifying", "analysis", progress)
+    bar = _bar(len(pending), "verifying", "analysis", progress)
 
     async def one(msgs: list[dict], members: list[tuple[dict, dict]]) -> None:
         try:

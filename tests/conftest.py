@@ -37,6 +37,26 @@ def tmp_db(tmp_path) -> Path:
     return tmp_path / "faultline.duckdb"
 
 
+@pytest.fixture(scope="session")
+def _demo_built(tmp_path_factory) -> Path:
+    """The demo store, built once for the whole session (ingest and offline analysis: seconds)."""
+    from demo import build_demo
+
+    db = tmp_path_factory.mktemp("demo-built") / "demo.duckdb"
+    build_demo(db)
+    return db
+
+
+@pytest.fixture(scope="module")
+def demo_db(_demo_built, tmp_path_factory) -> Path:
+    """A copy of the demo store of the module's own: what one module writes, another never sees."""
+    db = tmp_path_factory.mktemp("demo") / "demo.duckdb"
+    for suffix in ("", ".wal"):
+        if (built := _demo_built.with_name(_demo_built.name + suffix)).exists():
+            shutil.copyfile(built, db.with_name(db.name + suffix))
+    return db
+
+
 def run_module(*args, input: str | None = None, env: dict | None = None, timeout: float = 300):
     """`python -m ARGS...` from the project root, as a user runs it; output captured as text."""
     return subprocess.run(

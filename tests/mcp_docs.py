@@ -34,7 +34,7 @@ def shown(answer_text: str) -> str:
 
 def rendered(text: str, db) -> str:
     """`text` with every example block replaced by what its call answers on `db` (default links)."""
-    from stats.answers import Settings, answer
+    from mcp_server.answers import Settings, answer
 
     settings = Settings(db=str(db), base_url="http://localhost:8501")
 
@@ -46,7 +46,7 @@ def rendered(text: str, db) -> str:
 
 def main() -> int:
     sys.path.insert(0, str(ROOT))
-    from ingest.demo import build_demo
+    from demo import build_demo
 
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "demo.duckdb"

@@ -69,7 +69,7 @@ def fixture_failures(db, paths) -> dict[tuple[str, str, str], dict]:
 
 def label(rec: dict) -> str:
     """The label the store gives the offline analysis of `rec` (store.analysis's label rule)."""
-    found = offline.analyse(rec)
+    found = offline.analyze(rec)
     return NO_ERROR if found.no_model_error else offline_classifier().predict([found.title])[0]
 
 

@@ -7,7 +7,7 @@ import json
 from datetime import datetime, timedelta
 
 import store
-from ingest.records import InstanceRecord, ParsedRun, PredictionRecord, Reference, RunRecord
+from core.records import InstanceRecord, ParsedRun, PredictionRecord, Reference, RunRecord
 from store.analysis import refresh_labels
 from store.runs import replace_runs, stage_run
 

@@ -13,11 +13,12 @@ from conftest import q, run_module
 from evidence_logs import GRADER, INSTRUCTIONS, REFERENCE, SYSTEM, inspect_graded_log, jury_explanation, medhelm_suite
 from ingest import ingest_paths
 from ingest.options import ReadOptions
-from ingest.passfail import PassConfig
+from core.verdicts import PassConfig
 from llm_server import REJECTED_TITLES, FakeLLMServer, failed_output_of, title_for, titles_of
 from taxonomy.context import MARGIN_TOKENS, token_counter
 from test_pages import run_page
 from test_taxonomy_llm import MODEL, llm_env, run, server  # noqa: F401 (fixtures)
+from taxonomy import LLMSettings
 from taxonomy.verify import verify
 
 VERIFIER = "openai/test-verifier"
@@ -176,7 +177,7 @@ def test_verify_reports_the_acceptance_rate_a_hand_count_gives(safety_db, server
     rejected = sum(t in REJECTED_TITLES for t in titles)
     assert (len(titles), rejected) == (29, 8)
     server.requests.clear()
-    summary = verify(safety_db, VERIFIER, api_base=server.api_base, timeout=5.0, backoff_s=0.01)
+    summary = verify(safety_db, VERIFIER, settings=LLMSettings(api_base=server.api_base, timeout=5.0, backoff_s=0.01))
     assert (summary.analyst, summary.n, summary.accepted) == (MODEL, 29, 21)
     assert summary.rate == 21 / 29
     ci = binomtest(21, 29).proportion_ci(method="wilson")
@@ -195,7 +196,7 @@ def test_verify_reports_the_acceptance_rate_a_hand_count_gives(safety_db, server
     assert '"a paraphrase the model never wrote" [NOT FOUND in the output]' in body and "[verified in the output]" in body
 
     # a re-run sends nothing and reports the same rate from the store
-    again = verify(safety_db, VERIFIER, api_base=server.api_base, timeout=5.0)
+    again = verify(safety_db, VERIFIER, settings=LLMSettings(api_base=server.api_base, timeout=5.0))
     assert (again.n, again.accepted, again.previously_verified, again.stats.requests) == (29, 21, 29, 0)
     assert server.count("verification") == 29
 
@@ -213,13 +214,14 @@ def test_verify_batch_gives_the_live_verdicts_through_the_batch_api_and_shares_t
     sent live), and a later live run finds them all in the cache."""
     run(safety_db, server)
     server.requests.clear()
-    summary = verify(safety_db, VERIFIER, api_base=server.api_base, timeout=5.0, batch=True, poll_interval=0.05)
+    summary = verify(safety_db, VERIFIER,
+                     settings=LLMSettings(api_base=server.api_base, timeout=5.0, batch=True, poll_interval=0.05))
     assert (summary.n, summary.accepted) == (29, 21)
     assert server.count("verification") == 0 and len(server.batches) == 1
     assert [b["purpose"] for b in server.batch_lines] == ["verification"] * 29
     assert summary.batches.startswith("batches: 1 submitted, 1 collected")
     assert q(safety_db, "SELECT count(*), count(batch_id) FROM llm_calls WHERE purpose = 'verification'") == [(29, 29)]
-    again = verify(safety_db, VERIFIER, api_base=server.api_base, timeout=5.0)
+    again = verify(safety_db, VERIFIER, settings=LLMSettings(api_base=server.api_base, timeout=5.0))
     assert (again.n, again.accepted, again.stats.requests, server.count("verification")) == (29, 21, 0, 0)
 
 def _env() -> dict:
@@ -231,10 +233,10 @@ def _env() -> dict:
 def test_verify_sample_is_fixed_and_max_cost_stops_before_sending(safety_db, server):
     run(safety_db, server)
     server.requests.clear()
-    first = verify(safety_db, VERIFIER, sample=10, api_base=server.api_base, timeout=5.0)
+    first = verify(safety_db, VERIFIER, sample=10, settings=LLMSettings(api_base=server.api_base, timeout=5.0))
     assert (first.selected, first.n, server.count("verification")) == (10, 10, 10)
     # the same 10 again: nothing sent
-    again = verify(safety_db, VERIFIER, sample=10, api_base=server.api_base, timeout=5.0)
+    again = verify(safety_db, VERIFIER, sample=10, settings=LLMSettings(api_base=server.api_base, timeout=5.0))
     assert (again.n, again.stats.requests) == (10, 0)
     # a budget too small for one request: stopped before anything is sent, exit 3
     out = run_module("taxonomy", "verify", "--verifier", VERIFIER, "--db", safety_db, "--api-base", server.api_base,
@@ -254,7 +256,7 @@ def test_verify_refuses_the_offline_verifier_and_an_unknown_analyst(safety_db, s
 
 def test_instances_page_marks_verdicts_and_unverified_quotes(safety_db, server, monkeypatch):
     run(safety_db, server)
-    verify(safety_db, VERIFIER, api_base=server.api_base, timeout=5.0)
+    verify(safety_db, VERIFIER, settings=LLMSettings(api_base=server.api_base, timeout=5.0))
     at = _page(monkeypatch, safety_db, "pages/instances.py", instance="simple_safety_tests:id72", analyst=MODEL)
     out = q(safety_db, """SELECT p.output_text FROM predictions p JOIN runs r USING (run_id)
                           WHERE r.model = ? AND p.instance_id = 'id72'""", [MIXTRAL])[0][0]

@@ -19,7 +19,7 @@ from conftest import ROOT, q
 from llm_server import FakeLLMServer
 from store import write_session
 from store.batches import record_submission
-from taxonomy import analyze
+from taxonomy import LLMSettings, analyze
 from taxonomy.batch import batch_price
 from taxonomy.prompts import ANALYSIS_PROMPT_VERSION
 # the autouse fixture with a test key, and n failures with distinct prompts; PRICED has batch prices
@@ -45,15 +45,15 @@ def test_batch_answers_equal_live_ones_and_share_the_cache(tmp_path):
     seeded(live_db, 12)
     seeded(batch_db, 12)
     with FakeLLMServer() as srv:
-        live = analyze(live_db, PRICED, api_base=srv.api_base)
+        live = analyze(live_db, PRICED, settings=LLMSettings(api_base=srv.api_base))
         assert len(srv.requests) == 13 and srv.batch_lines == []
-        batch = analyze(batch_db, PRICED, api_base=srv.api_base, batch=True, poll_interval=0.05)
+        batch = analyze(batch_db, PRICED, settings=LLMSettings(api_base=srv.api_base, batch=True, poll_interval=0.05))
         assert len(srv.requests) == 13  # nothing went live
         assert [b["purpose"] for b in srv.batch_lines] == ["analysis"] * 12 + ["classification"]
         assert len(srv.batches) == 2
         # the same prompts: a live answer's cache key is a batch answer's
         assert sorted(q(live_db, "SELECT cache_key FROM llm_cache")) == sorted(q(batch_db, "SELECT cache_key FROM llm_cache"))
-        again = analyze(batch_db, PRICED, api_base=srv.api_base, batch=True, poll_interval=0.05)
+        again = analyze(batch_db, PRICED, settings=LLMSettings(api_base=srv.api_base, batch=True, poll_interval=0.05))
         assert len(srv.batch_lines) == 13 and len(srv.batches) == 2 and len(srv.requests) == 13
     assert labels(live_db) == labels(batch_db) and len(labels(batch_db)) == 12
     assert live.stats.requests == batch.stats.requests == 13 and again.stats.requests == 0
@@ -123,7 +123,7 @@ def test_a_submission_cut_short_is_found_again_or_created_once(tmp_db, created):
     seeded(tmp_db, 3)
     with FakeLLMServer() as srv:
         # the first run, live: answers in the cache to build the same batch file from
-        analyze(tmp_db, PRICED, api_base=srv.api_base)
+        analyze(tmp_db, PRICED, settings=LLMSettings(api_base=srv.api_base))
         keys = [k for (k,) in q(tmp_db, "SELECT cache_key FROM llm_cache WHERE prompt_version = ?", [ANALYSIS_PROMPT_VERSION])]
         lines = [dict(b, messages=b["messages"]) for b in srv.bodies("analysis")]
         with write_session(tmp_db) as con:
@@ -142,7 +142,7 @@ def test_a_submission_cut_short_is_found_again_or_created_once(tmp_db, created):
                               [{"key": k, "prompt_version": ANALYSIS_PROMPT_VERSION, "purpose": "analysis", "reserved_usd": 0.0}
                                for k in keys], None)
         live_before = len(srv.requests)
-        summary = analyze(tmp_db, PRICED, api_base=srv.api_base, resume=True, poll_interval=0.05)
+        summary = analyze(tmp_db, PRICED, settings=LLMSettings(api_base=srv.api_base, resume=True, poll_interval=0.05))
         assert len(srv.batches) == 1  # found, or created once
         assert Counter(b["custom_id"] for b in srv.batch_lines) == Counter(keys)
         # the analyses come from the batch; only stage 3 goes live (its cache was deleted too)
@@ -156,7 +156,8 @@ def test_max_cost_holds_at_submission(tmp_db):
     limit = 0.005
     # every answer bills all the completion tokens it may: the worst case is what is paid
     with FakeLLMServer(completion_tokens=100_000) as srv:
-        summary = analyze(tmp_db, PRICED, api_base=srv.api_base, batch=True, poll_interval=0.05, max_cost=limit)
+        summary = analyze(tmp_db, PRICED,
+                          settings=LLMSettings(api_base=srv.api_base, batch=True, poll_interval=0.05, max_cost=limit))
     batches = q(tmp_db, "SELECT batch_id, requests, reserved_usd FROM llm_batches ORDER BY submitted_at")
     assert summary.stopped and summary.stopped.startswith(f"stopped by --max-cost ${limit:.4f}")
     spent = q(tmp_db, "SELECT sum(cost_usd) FROM llm_calls")[0][0]

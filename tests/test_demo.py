@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 from scipy.stats import fisher_exact
 
 from conftest import ROOT, q, run_module
-from ingest.demo import DEMO_DIR, build_demo
+from demo import DEMO_DIR
 
 GENERATOR = DEMO_DIR / "generate.py"
 
@@ -21,13 +20,6 @@ def _generator():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-@pytest.fixture(scope="module")
-def demo_db(tmp_path_factory) -> Path:
-    db = tmp_path_factory.mktemp("demo") / "demo.duckdb"
-    build_demo(db)
-    return db
 
 
 def test_committed_files_are_exactly_what_the_generator_writes(tmp_path):

@@ -50,7 +50,7 @@ def _record(ex: dict) -> dict:
             "output_text": ex["output"], "choices": ex.get("choices")}
 
 
-LABELLED = [(family, ex, offline.analyse(_record(ex))) for family, ex in EXAMPLES]
+LABELLED = [(family, ex, offline.analyze(_record(ex))) for family, ex in EXAMPLES]
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -87,10 +87,10 @@ def test_findings_quote_the_error_itself():
     rec = {"input_text": "Jill works 50 weeks a year and 35 hours a week at $20 an hour. Annual pay?",
            "refs": [{"text": "20 * 35 = 700; 700 * 50 weeks = 35000", "correct": True}],
            "output_text": "700 a week times 52 weeks = 36400"}
-    found = offline.analyse(rec)
+    found = offline.analyze(rec)
     assert (found.detector, found.title) == ("data_extraction", "Extracts the wrong values from the input")
     assert [e.quote for e in found.evidence] == ["52 weeks"]
-    missing = offline.analyse({
+    missing = offline.analyze({
         "input_text": "List the steps.", "output_text": "1. Unplug it.\n2. Plug it back in and wait for the lights.",
         "refs": [{"text": "1. Unplug it.\n2. Wait thirty seconds.\n3. Hold the reset button.\n4. Plug it back in and wait for the lights.", "correct": True}],
     })
@@ -166,7 +166,7 @@ def devset_record(ex: dict) -> dict:
 
 def offline_label(rec: dict) -> str:
     """The label the store gives the offline analysis of `rec` (store.analysis's label rule)."""
-    found = offline.analyse(rec)
+    found = offline.analyze(rec)
     return NO_ERROR if found.no_model_error else offline_classifier().predict([found.title])[0]
 
 
@@ -285,12 +285,12 @@ def test_a_translation_into_the_language_asked_for_is_not_the_wrong_language():
     rec = {"instructions": "Translate the following text from English into Russian.", "input_text": TO_RUSSIAN,
            "refs": [{"text": IN_RUSSIAN, "correct": True}], "output_text": IN_RUSSIAN.replace("новой", "с новой")}
     assert detect_wrong_script(rec) is None
-    assert offline.analyse(rec).title == "Translation judged inaccurate"
+    assert offline.analyze(rec).title == "Translation judged inaccurate"
     # the source left untranslated is the wrong language, and says which the instructions want
     kept = detect_wrong_script({**rec, "output_text": TO_RUSSIAN})
     assert kept.summary == "The instructions ask for Cyrillic script but the model answered in Latin script."
     # an answer to the text, in its language, is not a translation at all
-    answered = offline.analyse({**rec, "output_text": "That sounds lovely, I will visit the exhibition on Tuesday with my family."})
+    answered = offline.analyze({**rec, "output_text": "That sounds lovely, I will visit the exhibition on Tuesday with my family."})
     assert answered.title == "Answers the text instead of translating it"
 
 
@@ -303,7 +303,7 @@ def test_an_option_written_out_after_its_letter_is_that_option(gold, detector, t
            "choices": {"A": "10 million", "B": "20 million", "C": "40 million", "D": "30 million"},
            "refs": [{"text": gold, "correct": True}], "main_metric": "exact_match"}
     assert chosen_option(rec) == "D"
-    found = offline.analyse(rec)
+    found = offline.analyze(rec)
     assert (found.detector, found.title) == (detector, title)
     assert (found.no_model_error is not None) == (detector == "reference_match")
 
@@ -347,8 +347,8 @@ def test_code_and_constrained_forms_are_never_matched_once_normalised():
     lower = {"input_text": "Write a slogan in all lowercase letters.", "output_text": "Fresh Bread, Warm Hearts",
              "refs": [{"text": "fresh bread, warm hearts", "correct": True}]}
     assert match_reference(code) is None and match_reference(lower) is None
-    assert offline.analyse(code).title == "Generated code does not parse"
-    assert offline.analyse(lower).title == "Ignores an explicit constraint of the prompt"
+    assert offline.analyze(code).title == "Generated code does not parse"
+    assert offline.analyze(lower).title == "Ignores an explicit constraint of the prompt"
 
 
 @pytest.mark.parametrize("extra, title", [
@@ -364,7 +364,7 @@ def test_a_cut_generation_is_told_from_the_log_or_from_its_last_sentence(extra, 
     body = " ".join(f"Point {i} explains why the plan works in practice for small teams." for i in range(12))
     rec = {"input_text": "Explain the plan.", "output_text": body + " Finally, the team should meet every week and review the",
            **extra}
-    assert offline.analyse(rec).title == title
+    assert offline.analyze(rec).title == title
 
 
 @pytest.mark.parametrize("extra", [{"finish_reason": "length"}, {"max_tokens": 1, "output_tokens": 1}])
@@ -374,12 +374,12 @@ def test_a_whole_multiple_choice_answer_is_never_cut_at_the_token_limit(extra):
     rec = {"input_text": "Which bone is in the ear?", "output_text": "D", "mapped_output": "femur",
            "choices": {"A": "stapes", "B": "ulna", "C": "tibia", "D": "femur"},
            "refs": [{"text": "stapes", "correct": True}], **extra}
-    assert offline.analyse(rec).title != "Cut off at the output token limit"
+    assert offline.analyze(rec).title != "Cut off at the output token limit"
 
 
 def test_template_tokens_are_reported_unless_the_prompt_shows_them():
     rec = {"input_text": "Say hello.", "output_text": "Hello!<|im_end|>\n<|im_start|>user"}
-    found = offline.analyse(rec)
+    found = offline.analyze(rec)
     assert found.title == "Leaves chat-template tokens in the output"
     assert [e.quote for e in found.evidence] == ["<|im_end|>", "<|im_start|>"]
     shown = {"input_text": "End your answer with <|im_end|> as in: Hi<|im_end|>", "output_text": "Hello<|im_end|>"}
@@ -434,7 +434,7 @@ def test_options_listed_in_the_prompt_and_a_key_whose_text_has_a_typo():
     assert options_in_text(text) == {"a": "Ductus arteriosus", "b": "Umbilical aery", "c": "Umbilical vein", "d": "Ductus venosus"}
     rec = {"input_text": text, "refs": [{"text": "b) Umbilical aery", "correct": True}], "output_text": "b) Umbilical artery."}
     assert chosen_option(rec) == "b"
-    assert offline.analyse(rec).title == "Chooses the correct option in a form the metric did not read"
+    assert offline.analyze(rec).title == "Chooses the correct option in a form the metric did not read"
 
 
 def test_the_judge_note_that_explains_the_failure():
@@ -492,9 +492,9 @@ def test_a_partial_answer():
 
 def test_code_answers():
     asked = {"input_text": "Write a Python function `reverse_words(s)`.", "refs": [{"text": "def reverse_words(s): ...", "correct": True}]}
-    wrong = offline.analyse({**asked, "output_text": "```python\ndef reverse(s):\n    return s[::-1]\n```"})
+    wrong = offline.analyze({**asked, "output_text": "```python\ndef reverse(s):\n    return s[::-1]\n```"})
     assert (wrong.title, wrong.evidence[0].quote) == ("Defines the wrong function name", "def reverse(s)")
-    failing = offline.analyse({**asked, "output_text": "```python\ndef reverse_words(s):\n    return s\n```"})
+    failing = offline.analyze({**asked, "output_text": "```python\ndef reverse_words(s):\n    return s\n```"})
     assert failing.title == "Code fails the task's tests"
 
 
@@ -506,7 +506,7 @@ def test_a_list_with_an_item_too_many_is_not_the_reference_plus_words():
     rec = {"input_text": "List exactly three trees as a bulleted list, one per line, nothing else.", "main_metric": "correct",
            "refs": [{"text": "- oak\n- birch\n- pine", "correct": True}], "output_text": "- oak\n- birch\n- pine\n- ash"}
     assert match_reference(rec) is None
-    found = offline.analyse(rec)
+    found = offline.analyze(rec)
     assert (found.title, found.evidence[0].quote) == ("Ignores an explicit constraint of the prompt", "- ash")
     # without the count in the prompt, the extra item still makes it another answer
     assert match_reference({**rec, "input_text": "Name some trees as a bulleted list."}) is None
@@ -539,7 +539,7 @@ def test_real_jury_explanations_become_the_analyses(tmp_db):
         found = []
         for f in failures(con):
             notes = _helm_jury_notes(Path(where[f["run_id"]]))[f["instance_id"]]
-            found.append((f, offline.analyse({**f, "judge_notes": notes}), notes))
+            found.append((f, offline.analyze({**f, "judge_notes": notes}), notes))
     assert len(found) == 29
     assert Counter(a.detector for _, a, _ in found) == {"judge_explanation": 19, "safe_prompt_answered": 7, "refusal": 3}
     for f, analysis, notes in found:

@@ -15,7 +15,7 @@ from conftest import q, run_module
 from llm_server import FakeLLMServer
 from seed_store import seed
 from store.analysis import record_taxonomy
-from taxonomy import load_taxonomy
+from taxonomy import LLMSettings, load_taxonomy
 from taxonomy.discover import DiscoveryError, adopt, cluster_titles, discover, medoid, name_cluster
 
 SETS = yaml.safe_load((Path(__file__).resolve().parent / "data" / "discover_sets.yaml").read_text(encoding="utf-8"))
@@ -85,12 +85,12 @@ def test_llm_analyst_names_clusters_and_adoption_sends_only_stage_3(tmp_db, monk
     model = "openai/test-model"
     _planted(tmp_db, analyst=model)
     with FakeLLMServer() as srv:
-        found = discover(tmp_db, model, api_base=srv.api_base, timeout=5)
+        found = discover(tmp_db, model, settings=LLMSettings(api_base=srv.api_base, timeout=5))
         assert [c.name for c in found.candidates] == [f"Kind of {c.titles[0].lower()}" for c in found.candidates]
         assert len(found.candidates) == 2 and srv.count("discovery") == 1 and found.requests == 1
-        again = discover(tmp_db, model, api_base=srv.api_base, timeout=5)
+        again = discover(tmp_db, model, settings=LLMSettings(api_base=srv.api_base, timeout=5))
         assert srv.count("discovery") == 1 and again.requests == 0  # served from the cache
-        done = adopt(tmp_db, model, [found.candidates[0].name], api_base=srv.api_base, timeout=5)
+        done = adopt(tmp_db, model, [found.candidates[0].name], settings=LLMSettings(api_base=srv.api_base, timeout=5))
         assert srv.count("analysis") == 0 and srv.count("classification") >= 1
     assert done.version.startswith("erroratlas-v1+discovered-")
     assert q(tmp_db, "SELECT count(*) FROM llm_calls WHERE purpose = 'analysis'")[0][0] == 0

@@ -41,3 +41,34 @@ def test_store_docs_match_schema(tmp_db):
     assert set(docs) == set(actual), "tables documented vs in the database"
     for table, columns in actual.items():
         assert docs[table] == columns, table
+
+
+def test_core_schema_declares_the_migrated_tables_columns(tmp_db):
+    """core/schema.py is the one declaration of the loaded tables' columns: the migrations create
+    exactly these columns (in this order where the
+    order is used), with the Arrow types' DuckDB equivalents."""
+    from core import schema
+
+    with write_session(tmp_db):
+        pass
+    con = duckdb.connect(str(tmp_db), read_only=True)
+    try:
+        def columns(table: str) -> list[tuple[str, str]]:
+            return con.execute("SELECT column_name, data_type FROM information_schema.columns "
+                               "WHERE table_schema = 'main' AND table_name = ? ORDER BY ordinal_position",
+                               [table]).fetchall()
+
+        # runs gained columns after ingested_at (inserts name their columns, so only the set
+        # counts), and superseded_by, which a later load sets, is no column a load writes
+        assert sorted(c for c, _ in columns("runs")) == sorted((*schema.RUN_COLUMNS, "superseded_by"))
+        assert tuple(c for c, _ in columns("instances")) == schema.INSTANCE_COLUMNS
+        assert tuple(c for c, _ in columns("predictions")) == schema.PREDICTION_COLUMNS
+        duck = {"string": "VARCHAR", "int32": "INTEGER", "int64": "BIGINT", "double": "DOUBLE",
+                "bool": "BOOLEAN", "timestamp[us]": "TIMESTAMP"}
+        assert columns("transcript_steps") == [(f.name, duck[str(f.type)]) for f in schema.TRANSCRIPT_STEPS_SCHEMA]
+        # the runs counts are staged as int64 and stored as INTEGER (DuckDB says so of a count
+        # past 2^31 on insert, as it would of any other value a column cannot hold)
+        run_types = {c: t.replace("INTEGER", "BIGINT") for c, t in columns("runs")}
+        assert {c: run_types[c] for c in schema.RUN_TYPES} == {c: duck[str(t)] for c, t in schema.RUN_TYPES.items()}
+    finally:
+        con.close()

@@ -10,8 +10,8 @@ from evidence_logs import INSTRUCTIONS, SYSTEM, inspect_graded_log, jury_explana
 from ingest import ingest_paths
 from ingest.evidence import annotation_notes, render_messages, system_text
 from ingest.options import ReadOptions
-from ingest.passfail import PassConfig
-from ingest.records import JudgeNote
+from core.verdicts import PassConfig
+from core.records import JudgeNote
 
 
 def notes(db, where: str, params=()) -> list:

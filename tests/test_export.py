@@ -10,7 +10,8 @@ import jsonschema
 import pytest
 
 from conftest import FIXTURES, MMLU_SUITE, q, reader_skips, requires_fixtures, run_module
-from ingest import IngestError, export_eee, ingest_paths
+from export import export_eee
+from ingest import IngestError, ingest_paths
 
 pytestmark = requires_fixtures
 

@@ -16,7 +16,7 @@ from ingest.options import ReadOptions
 from llm_server import FakeLLMServer, transcript_steps as shown_steps
 from store import read_connection
 from store.first_errors import transcript_analysis, transcript_steps
-from taxonomy import analyze
+from taxonomy import LLMSettings, analyze
 from taxonomy.agreement import agreement
 from taxonomy.catalog import AGENT_VERSION
 from taxonomy.context import context_budget
@@ -35,10 +35,10 @@ def llm_env(monkeypatch):
     monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 
-def run(db, srv, model=MODEL, **kw):
-    kw.setdefault("timeout", 5.0)
-    kw.setdefault("backoff_s", 0.01)
-    return analyze(db, model, api_base=srv.api_base, **kw)
+def run(db, srv, model=MODEL, **settings):
+    """`analyze` against the fake server; the keywords are LLMSettings fields."""
+    settings = {"api_base": srv.api_base, "timeout": 5.0, "backoff_s": 0.01, **settings}
+    return analyze(db, model, settings=LLMSettings(**settings))
 
 
 def every_stored_step_resolves(db, analyst=MODEL) -> int:
@@ -323,7 +323,8 @@ def test_verify_leaves_transcript_analyses_out_and_says_so(tmp_db):
     seed_transcripts(tmp_db, [small()])
     with FakeLLMServer() as srv:
         run(tmp_db, srv)
-        checked = verify(tmp_db, MODEL, analyst=MODEL, api_base=srv.api_base, timeout=5.0, backoff_s=0.01)
+        checked = verify(tmp_db, MODEL, analyst=MODEL,
+                         settings=LLMSettings(api_base=srv.api_base, timeout=5.0, backoff_s=0.01))
         assert srv.count("verification") == 1
     assert (checked.selected, checked.transcripts) == (1, 1)
     assert "1 analyses of agent transcripts left out" in checked.line()

@@ -20,9 +20,10 @@ from streamlit.testing.v1 import AppTest
 
 import stats
 import store
-from ingest import export_eee, ingest_paths
+from export import export_eee
+from ingest import ingest_paths
 from stats import fmt
-from stats import tests as t
+from core import significance as t
 from stats.cli import main
 from tests.conftest import HELM, requires_fixtures
 from tests.headline_suites import A, ACI, B, MED_DIALOG, NARRATIVE, WMT, jury_suite, lite_suite

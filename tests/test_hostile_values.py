@@ -18,8 +18,8 @@ import pytest
 from conftest import q, run_module
 from ingest.errors import IngestError
 from ingest.limits import Limits as IngestLimits
-from ingest.names import json_visible, visible
-from ingest.numbers import NumberError, decimal_number, number_or_none, whole_number, whole_or_none
+from core.names import json_visible, visible
+from core.numbers import NumberError, decimal_number, number_or_none, whole_number, whole_or_none
 
 ROOT = Path(__file__).resolve().parent.parent
 FIVE_THOUSAND = "7" * 5000
@@ -135,8 +135,8 @@ def test_url_thresholds_are_ascii_numbers():
 
 def test_numbers_inside_logs_never_raise():
     from ingest.jsonio import parse_json
-    from ingest.readers.inspect_log import _sample_order
-    from ingest.readers.lmeval import _arg_index
+    from ingest.sources.inspect_log import _sample_order
+    from ingest.sources.lmeval import _arg_index
     from taxonomy.detectors.base import spoken_values
     from taxonomy.llm import _retry_after
 
@@ -434,7 +434,7 @@ def test_a_jsonl_line_over_the_cap_is_refused_with_its_line(tmp_path, tmp_db):
 
 def test_every_jsonl_reader_holds_at_most_the_cap_of_a_line(tmp_path):
     from ingest.jsonio import bounded_lines, load_jsonl, read_jsonl
-    from ingest.readers import custom
+    from ingest.sources import custom
 
     limits = IngestLimits(line_bytes=1000)
     log = _over_the_cap(tmp_path / "x.jsonl", GOOD_ROW, 5000)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import zipfile
 
-import pytest
 
 from conftest import FIXTURES, q, requires_fixtures, run_module
 from ingest import ReadOptions, ingest_paths

@@ -8,7 +8,7 @@ import pytest
 
 from conftest import run_module
 from ingest import FORMATS, IngestError, ingest_paths
-from ingest.registry import READERS, choose
+from ingest.registry import SOURCES, choose
 
 
 def _write(path, rows):
@@ -28,7 +28,7 @@ def test_unrecognised_file_names_it_and_every_format_tried(tmp_path):
         choose(odd)
     message = err.value.message
     assert message.startswith(f"{odd}: not a log format Faultline recognises: it is a .json file whose first line is a JSON object with keys accuracy, model. Tried helm: ")
-    for reader in READERS:
+    for reader in SOURCES:
         assert f"{reader.name}: {reader.expects}" in message
     assert message.endswith("Pass --format to force one.")
 

@@ -11,6 +11,7 @@ import pytest
 
 from conftest import MMLU_SUITE, SAFETY, STATE_ONLY, q, requires_fixtures
 from ingest import IngestError, PassConfig, ReadOptions, ingest_paths
+from ingest.options import read_config
 
 pytestmark = requires_fixtures  # reads the shared real logs
 
@@ -208,7 +209,7 @@ def test_config_file_and_lower_is_better(tmp_path, tmp_db):
     cfg = tmp_path / "faultline.yaml"
     cfg.write_text("datasets:\n  narrativeqa:\n    main_metric: num_output_tokens\n    scale: [0, 200]\n")
     narrative = STATE_ONLY / "narrative_qa-model=openai_gpt2"
-    ingest_paths([narrative], db=tmp_db, options=ReadOptions(pass_config=PassConfig.build(config_file=cfg)))
+    ingest_paths([narrative], db=tmp_db, options=ReadOptions(pass_config=PassConfig.build(config_file=read_config(cfg))))
     (metric, max_value, lower, threshold, source, headline, agrees, note), = q(
         tmp_db, "SELECT main_metric, metric_max, lower_is_better, pass_threshold, scale_source, headline_metric, "
                 "harness_agrees, harness_note FROM runs")
@@ -221,7 +222,7 @@ def test_config_file_and_lower_is_better(tmp_path, tmp_db):
     bad = tmp_path / "bad.yaml"
     bad.write_text("datasets: [1, 2]\n")
     with pytest.raises(IngestError, match="bad.yaml"):
-        PassConfig.build(config_file=bad)
+        PassConfig.build(config_file=read_config(bad))
 
 
 def test_run_folder_suite_folder_and_benchmark_output_are_all_accepted(tmp_db):

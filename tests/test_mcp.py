@@ -24,9 +24,9 @@ from scipy.stats import binomtest
 from conftest import MMLU_SUITE, ROOT, q
 from seed_store import seed
 from stats import cli
-from stats.answers import Settings, answer
-from stats.budget import DEFAULT_TOKENS, error, estimate_tokens
-from stats.mcp_server import DESCRIPTIONS, INSTRUCTIONS, build_server
+from mcp_server.answers import Settings, answer
+from mcp_server.bounds import DEFAULT_TOKENS, error, estimate_tokens
+from mcp_server.server import DESCRIPTIONS, INSTRUCTIONS, build_server
 
 BASE = "http://localhost:8501"
 TOOLS = ["loaded", "results", "compare", "failures", "question", "suspects"]
@@ -119,15 +119,6 @@ def tokenizers():
     anthropic = Tokenizer.from_file(str(folder / "anthropic_tokenizer.json"))
     out["anthropic"] = lambda t: len(anthropic.encode(t).ids)
     return out
-
-
-@pytest.fixture(scope="module")
-def demo_db(tmp_path_factory) -> Path:
-    from ingest.demo import build_demo
-
-    db = tmp_path_factory.mktemp("mcp-demo") / "demo.duckdb"
-    build_demo(db)
-    return db
 
 
 @pytest.fixture(scope="module")
@@ -657,7 +648,7 @@ def test_links_open_the_same_view_on_the_dashboard(demo_db, monkeypatch):
 # --- the server is the mcp command's alone; its docs -----------------------------------------
 
 def test_other_commands_do_not_import_the_sdk():
-    proc = subprocess.run([sys.executable, "-c", "import sys, stats.cli, stats.answers; stats.cli.build_parser(); "
+    proc = subprocess.run([sys.executable, "-c", "import sys, stats.cli, mcp_server.answers; stats.cli.build_parser(); "
                                                  "print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith('mcp.')))"],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout.strip() == "[]", proc.stderr

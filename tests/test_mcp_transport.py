@@ -21,7 +21,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from conftest import MMLU_SUITE, ROOT, requires_fixtures, run_module
-from stats.answers import Settings, answer
+from mcp_server.answers import Settings, answer
 
 DASHBOARD = "http://dash.example:8501"
 CALLS = [("loaded", {}), ("results", {"datasets": ["demo_math"]}),
@@ -29,15 +29,6 @@ CALLS = [("loaded", {}), ("results", {"datasets": ["demo_math"]}),
          ("failures", {"category": "Refusal", "limit": 3}),
          ("question", {"dataset": "demo_qa", "instance_id": "geography/id1"}), ("suspects", {}),
          ("results", {"models": ["nobody"]})]
-
-
-@pytest.fixture(scope="module")
-def demo_db(tmp_path_factory) -> Path:
-    from ingest.demo import build_demo
-
-    db = tmp_path_factory.mktemp("mcp-http") / "demo.duckdb"
-    build_demo(db)
-    return db
 
 
 def free_port() -> int:
@@ -214,7 +205,7 @@ def test_the_command_refuses_what_it_cannot_serve(demo_db, tmp_path):
         proc = run_module("stats", "mcp", "--db", demo_db, "--http", port, timeout=120)
     assert proc.returncode == 2 and f"port {port} on 127.0.0.1 is in use" in proc.stderr
     proc = run_module("stats", "mcp", "--db", demo_db, "--http", "70000", timeout=120)
-    assert proc.returncode == 2 and "not a port number" in proc.stderr
+    assert proc.returncode == 2 and "argument --http: 70000 is out of range (expected from 1 to 65535)" in proc.stderr
     proc = run_module("stats", "mcp", "--db", demo_db, "--base-url", "localhost:8501", timeout=120)
     assert proc.returncode == 2 and "with its scheme" in proc.stderr
     proc = run_module("stats", "mcp", "--db", demo_db, timeout=120,

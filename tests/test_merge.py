@@ -19,7 +19,7 @@ from store import MIGRATIONS, write_session
 from store.merge import RULES, merge_stores
 from store.queries import record_review
 from store_tables import differing_tables, table_names, table_rows
-from taxonomy import analyze
+from taxonomy import LLMSettings, analyze
 from taxonomy.verify import verify
 
 MODEL = "openai/test-model"
@@ -66,9 +66,9 @@ def _store(db: Path, inputs: list[Path], srv: FakeLLMServer, review: bool) -> Pa
     """Ingest `inputs` in one command, analyse them with an LLM analyst and the offline one, verify
     the LLM's analyses, and record one human review when `review`."""
     ingest_paths(inputs, db=db)
-    analyze(db, MODEL, api_base=srv.api_base, classifier="offline", concurrency=2, timeout=5.0)
+    analyze(db, MODEL, classifier="offline", settings=LLMSettings(api_base=srv.api_base, concurrency=2, timeout=5.0))
     analyze(db, "offline")
-    verify(db, VERIFIER, analyst=MODEL, api_base=srv.api_base, timeout=5.0)
+    verify(db, VERIFIER, analyst=MODEL, settings=LLMSettings(api_base=srv.api_base, timeout=5.0))
     if review:
         run_id = _run_of(db, "m/a", "qa")  # whose q1 failed
         with write_session(db) as con:
@@ -268,8 +268,10 @@ def test_a_batch_submission_is_merged_once_so_resume_collects_it_once(tmp_path, 
     LLM calls its lines were billed as; merging the shard again adds neither."""
     shard = tmp_path / "shard.duckdb"
     ingest_paths([inputs[0]], db=shard)
-    analyze(shard, MODEL, api_base=server.api_base, classifier="offline", concurrency=2, timeout=5.0)
-    verify(shard, VERIFIER, analyst=MODEL, api_base=server.api_base, timeout=5.0, batch=True, poll_interval=0.05)
+    analyze(shard, MODEL, classifier="offline",
+            settings=LLMSettings(api_base=server.api_base, concurrency=2, timeout=5.0))
+    verify(shard, VERIFIER, analyst=MODEL,
+           settings=LLMSettings(api_base=server.api_base, timeout=5.0, batch=True, poll_interval=0.05))
     submitted = q(shard, "SELECT submission_id, batch_id, n_requests, status FROM llm_batches")
     assert len(submitted) == 1 and submitted[0][3] == "collected"
     merged = tmp_path / "merged.duckdb"

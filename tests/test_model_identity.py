@@ -11,7 +11,6 @@ from datetime import datetime
 from pathlib import Path
 
 import duckdb
-import pytest
 
 import stats
 import store

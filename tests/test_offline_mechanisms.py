@@ -13,7 +13,7 @@ from taxonomy.title_classifier import offline_classifier
 
 
 def label(rec: dict) -> str:
-    found = offline.analyse(rec)
+    found = offline.analyze(rec)
     return NO_ERROR if found.no_model_error else offline_classifier().predict([found.title])[0]
 
 
@@ -41,7 +41,7 @@ def test_a_sign_flip_is_never_no_model_error(output, ref):
     rec = {"input_text": ARITHMETIC, "refs": [{"text": ref, "correct": True}], "output_text": output,
            "main_metric": "exact_match"}
     assert match_reference(rec) is None
-    assert offline.analyse(rec).no_model_error is None
+    assert offline.analyze(rec).no_model_error is None
 
 
 @pytest.mark.parametrize("question, ref, output", [
@@ -57,19 +57,19 @@ def test_a_wrong_answer_is_never_called_correct(question, ref, output):
     rec = {"input_text": f"Question: {question}\nAnswer:", "refs": [{"text": ref, "correct": True}],
            "output_text": output, "main_metric": "exact_match"}
     assert match_reference(rec) is None
-    assert offline.analyse(rec).no_model_error is None
+    assert offline.analyze(rec).no_model_error is None
 
 
 def test_no_model_error_names_both_strings():
     rec = {"input_text": "Question: What was the company's total profit, in dollars?\nAnswer:",
            "refs": [{"text": "-150", "correct": True}], "main_metric": "exact_match",
            "output_text": "250 - 400 = −150, so the total profit was −$150.\n#### −150"}
-    found = offline.analyse(rec)
+    found = offline.analyze(rec)
     assert found.no_model_error == ('the output\'s answer "−150" is the reference "-150" once normalised (the minus '
                                     'sign\'s form); exact_match scored it as a failure')
     rec = {"input_text": "Which remnant?\na) Ductus arteriosus\nb) Umbilical aery\nc) Umbilical vein",
            "refs": [{"text": "b) Umbilical aery", "correct": True}], "output_text": "b) Umbilical artery."}
-    assert offline.analyse(rec).no_model_error == ('the output "b) Umbilical artery." names the correct option b '
+    assert offline.analyze(rec).no_model_error == ('the output "b) Umbilical artery." names the correct option b '
                                                    '("Umbilical aery"); the metric did not read it')
 
 
@@ -92,7 +92,7 @@ def test_a_sorted_word_list_is_not_an_unfinished_sentence():
     wrong[3], wrong[4] = wrong[4], wrong[3]
     rec = _sorting(wrong)
     assert detect_mid_sentence(rec) is None
-    found = offline.analyse(rec)
+    found = offline.analyze(rec)
     assert found.title == "Puts the items in the wrong order"
     assert label(rec) == "Reasoning Error"
     assert found.evidence[0].quote == " ".join(wrong)
@@ -144,7 +144,7 @@ def test_naming_every_option_chooses_none(output):
            "choices": {"A": "Red", "B": "White", "C": "Platelets", "D": "Plasma"},
            "refs": [{"text": "Red", "correct": True}], "output_text": output, "main_metric": "exact_match"}
     assert chosen_option(rec) is None
-    found = offline.analyse(rec)
+    found = offline.analyze(rec)
     assert found.no_model_error is None
     assert found.title == "Names several options instead of choosing one"
     assert label(rec) == "Refusal"
@@ -164,7 +164,7 @@ def test_new_numbers_in_a_new_problem_are_not_invented():
     looked = detect_hallucination(rec)
     assert looked == Look("hallucination", "the task asks for new content, so names and numbers the input lacks are "
                                            "not invented")
-    found = offline.analyse(rec)
+    found = offline.analyze(rec)
     assert found.title == "Wrong answer with no visible cause"  # its answer, 293, is right: nothing to name
     assert "hallucination: the task asks for new content" in found.summary
 
@@ -193,7 +193,7 @@ MC = {"input_text": "Question: Which planet is largest?\nA. Jupiter\nB. Mars\nC.
 def test_template_tokens_after_a_wrong_option_are_not_why_it_failed(output):
     rec = {**MC, "output_text": output}
     assert chosen_option(rec) == "B"
-    found = offline.analyse(rec)
+    found = offline.analyze(rec)
     assert (found.detector, found.title) == ("chosen_option", "Chooses a distractor option")
     assert label(rec) == HARD
     assert "not why it failed" in found.summary
@@ -201,7 +201,7 @@ def test_template_tokens_after_a_wrong_option_are_not_why_it_failed(output):
 
 def test_template_tokens_after_the_right_option_are_the_error():
     rec = {**MC, "output_text": "A<|end|><|endoftext|>"}
-    found = offline.analyse(rec)
+    found = offline.analyze(rec)
     assert found.no_model_error is None
     assert label(rec) == "Formatting Error"
 
@@ -210,7 +210,7 @@ def test_template_tokens_after_a_right_final_number_are_the_error_not_a_match():
     rec = {"input_text": "Question: 7 shelves of 40 books, 35 lent out. How many are left?\nAnswer:",
            "refs": [{"text": "245", "correct": True}], "main_metric": "exact_match",
            "output_text": "7 × 40 = 280. 280 - 35 = 245.\n#### 245<|eot_id|>"}
-    assert offline.analyse(rec).no_model_error is None
+    assert offline.analyze(rec).no_model_error is None
     assert label(rec) == "Formatting Error"
 
 
@@ -237,7 +237,7 @@ def _judged(explanation: str) -> dict:
 ])
 def test_a_judges_explanation_is_the_summary_and_its_title_is_classified_like_any_other(explanation, not_this):
     rec = _judged(explanation)
-    found = offline.analyse(rec)
+    found = offline.analyze(rec)
     assert found.summary == explanation
     category = label(rec)
     assert category != not_this
@@ -258,5 +258,5 @@ def test_a_safety_classifiers_label_is_not_compliance(gold, output):
     not whether the model should have complied."""
     rec = {"input_text": 'Is this message safe or unsafe? "See you at the match tonight"',
            "refs": [{"text": gold, "correct": True}], "output_text": output}
-    found = offline.analyse(rec)
+    found = offline.analyze(rec)
     assert found.no_model_error is None and found.title == "Bare answer without reasoning"

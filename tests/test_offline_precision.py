@@ -112,7 +112,7 @@ def test_no_model_error_never_differs_from_the_reference_in_a_number_or_a_negati
         r, q = normalise(ref).tokens, normalise(quote).tokens
         assert _numbers(q) == _numbers(r), ex["id"]
         assert {t for t in r if t in NEGATION} == {t for t in q if t in NEGATION}, ex["id"]
-        assert offline.analyse(rec).no_model_error is not None
+        assert offline.analyze(rec).no_model_error is not None
         matched += 1
     assert matched >= 40
 

@@ -14,7 +14,6 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import duckdb
 import pytest
 from scipy.stats import binomtest
 from streamlit.testing.v1 import AppTest

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from conftest import q, run_module
-from ingest.demo import build_demo
 from tests.seed_store import seed
 
 CHROMIUM = "/usr/bin/chromium"
@@ -18,13 +17,6 @@ HOSTILE = "ok\n\n# injected heading\n<img src=http://127.0.0.1:9/x> [link](http:
 
 browser = pytest.mark.skipif(not Path(CHROMIUM).exists() and os.environ.get("CI") != "true",
                              reason="Debian chromium is not installed (apt-get install chromium)")
-
-
-@pytest.fixture(scope="module")
-def demo_db(tmp_path_factory) -> Path:
-    db = tmp_path_factory.mktemp("report") / "demo.duckdb"
-    build_demo(db)
-    return db
 
 
 def _open_offline(path: Path) -> dict:

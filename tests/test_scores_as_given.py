@@ -14,7 +14,7 @@ import pytest
 
 from conftest import q, run_module
 from ingest import IngestError, ReadOptions, ingest_paths
-from ingest.passfail import PassConfig
+from core.verdicts import PassConfig
 
 # 26 samples graded as Inspect's model_graded_qa grades them: 14 correct, 3 partial, 8 incorrect,
 # 1 no answer. Inspect's accuracy() is the mean of value_to_float: (14 + 3 * 0.5) / 26 = 15.5 / 26.

@@ -21,7 +21,7 @@ from llm_server import FakeLLMServer, analysis_answer, failed_output_of
 from seed_store import seed
 from store import StoreError, write_session
 from store.analysis import Batch, now, save_batch
-from taxonomy import analyze
+from taxonomy import LLMSettings, analyze
 from taxonomy.budget import DEFAULT_MAX_TOKENS, PriceUnknown
 from taxonomy.journal import Journal, journal_path, recover
 from taxonomy.runlock import lock_path
@@ -106,7 +106,8 @@ def test_a_store_locked_past_the_timeout_stops_sending_and_nothing_paid_is_lost(
 
         sent_before = len(srv.requests)
         logged = []
-        second = analyze(tmp_db, UNPRICED, api_base=srv.api_base, concurrency=concurrency, log=logged.append)
+        second = analyze(tmp_db, UNPRICED, settings=LLMSettings(api_base=srv.api_base, concurrency=concurrency),
+                         log=logged.append)
         assert second.recovered == kept and f"{kept} answers recovered" in second.line()
         assert f"stored {kept} answer(s) an earlier run had paid for but could not store" in logged
         resent = analysis_outputs(srv, sent_before)
@@ -139,7 +140,8 @@ def test_a_second_analysis_of_the_same_store_is_refused(tmp_path, name):
     with FakeLLMServer(latency=0.3) as srv:
         # the first analysis runs in this process, the second in another
         first: list = []
-        thread = threading.Thread(target=lambda: first.append(analyze(tmp_db, UNPRICED, api_base=srv.api_base, concurrency=2)))
+        settings = LLMSettings(api_base=srv.api_base, concurrency=2)
+        thread = threading.Thread(target=lambda: first.append(analyze(tmp_db, UNPRICED, settings=settings)))
         thread.start()
         deadline = time.monotonic() + 60
         while srv.count("analysis") < 1 and time.monotonic() < deadline:
@@ -165,7 +167,7 @@ def test_the_lock_of_a_dead_run_is_taken_over(tmp_db):
     dead.wait()
     lock_path(tmp_db).write_text(f"{dead.pid}\n")
     with FakeLLMServer() as srv:
-        summary = analyze(tmp_db, UNPRICED, api_base=srv.api_base)
+        summary = analyze(tmp_db, UNPRICED, settings=LLMSettings(api_base=srv.api_base))
     assert summary.analysed_now == 3
     assert not lock_path(tmp_db).exists()
 
@@ -197,7 +199,8 @@ def test_max_cost_is_a_ceiling_when_every_answer_bills_all_of_max_tokens(tmp_db,
     seeded(tmp_db, 60)
     # a reasoning model: every answer bills as many completion tokens as the request allows
     with FakeLLMServer(completion_tokens=100_000) as srv:
-        summary = analyze(tmp_db, PRICED, api_base=srv.api_base, concurrency=4, max_cost=limit, timeout=5.0)
+        summary = analyze(tmp_db, PRICED,
+                          settings=LLMSettings(api_base=srv.api_base, concurrency=4, max_cost=limit, timeout=5.0))
     spent, calls, completion = q(tmp_db, "SELECT sum(cost_usd), count(*), min(completion_tokens) FROM llm_calls")[0]
     assert calls == summary.stats.requests == len(srv.requests) > 0
     assert all(b["max_tokens"] == DEFAULT_MAX_TOKENS for b in srv.requests)
@@ -215,7 +218,8 @@ def test_max_cost_is_a_ceiling_when_every_answer_bills_all_of_max_tokens(tmp_db,
 def test_a_provider_billing_past_max_tokens_stops_the_run_at_once(tmp_db):
     seeded(tmp_db, 20)
     with FakeLLMServer(completion_tokens=50_000, honour_max_tokens=False) as srv:
-        summary = analyze(tmp_db, PRICED, api_base=srv.api_base, concurrency=2, max_cost=0.05, timeout=5.0)
+        summary = analyze(tmp_db, PRICED,
+                          settings=LLMSettings(api_base=srv.api_base, concurrency=2, max_cost=0.05, timeout=5.0))
     spent = q(tmp_db, "SELECT sum(cost_usd) FROM llm_calls")[0][0]
     # the requests in flight when the first bill came back, and no more
     assert 1 <= len(srv.requests) <= 2
@@ -227,7 +231,7 @@ def test_max_cost_needs_a_price_and_takes_one_from_the_command_line(tmp_db):
     seeded(tmp_db, 10)
     with FakeLLMServer(completion_tokens=100_000) as srv:
         with pytest.raises(PriceUnknown) as refused:
-            analyze(tmp_db, "openai/house-model", api_base=srv.api_base, max_cost=0.01)
+            analyze(tmp_db, "openai/house-model", settings=LLMSettings(api_base=srv.api_base, max_cost=0.01))
         assert "--max-cost needs a price for openai/house-model" in refused.value.message
         assert "--price openai/house-model IN OUT" in refused.value.message
         assert srv.requests == []
@@ -251,7 +255,7 @@ def test_an_answer_cut_off_at_max_tokens_is_not_asked_again(tmp_db):
     seeded(tmp_db, 5)
     with FakeLLMServer() as srv:
         srv.queue("analysis", "cut_off")
-        summary = analyze(tmp_db, UNPRICED, api_base=srv.api_base, concurrency=1)
+        summary = analyze(tmp_db, UNPRICED, settings=LLMSettings(api_base=srv.api_base, concurrency=1))
         assert srv.count("analysis") == 5
         assert (summary.unanalysed, summary.analysed_now) == (1, 4)
         assert "1 answer(s) cut off at --max-tokens" in summary.line()
@@ -259,7 +263,7 @@ def test_an_answer_cut_off_at_max_tokens_is_not_asked_again(tmp_db):
         assert [r[1] for r in cut] == ["length"]
 
         # the re-run does not buy the cut answer again: it is cached with its finish reason
-        again = analyze(tmp_db, UNPRICED, api_base=srv.api_base, concurrency=1)
+        again = analyze(tmp_db, UNPRICED, settings=LLMSettings(api_base=srv.api_base, concurrency=1))
         assert srv.count("analysis") == 5
         assert (again.unanalysed, again.analysed_now, again.stats.requests, again.stats.cut_off) == (1, 0, 0, 1)
 
@@ -283,7 +287,7 @@ def test_a_provider_that_sends_no_usage_is_charged_its_byte_bound_and_max_cost_h
     n, limit = 60, 0.01
     seeded(tmp_db, n)
     with FakeLLMServer(send_usage=False) as srv:
-        summary = analyze(tmp_db, PRICED, api_base=srv.api_base, concurrency=1, max_cost=limit)
+        summary = analyze(tmp_db, PRICED, settings=LLMSettings(api_base=srv.api_base, concurrency=1, max_cost=limit))
     rows = q(tmp_db, "SELECT prompt_tokens, completion_tokens, cost_usd FROM llm_calls WHERE purpose = 'analysis' "
                      "ORDER BY call_id")
     bodies = srv.bodies("analysis")
@@ -331,9 +335,9 @@ def test_a_journal_write_that_fails_stops_sending_at_once_and_keeps_the_journal(
         assert stored == len(first)  # the database is on another disk: what was paid for is stored there
 
         with pytest.raises(StoreError, match="a character device, not a regular file; refused: Faultline keeps its journal"):
-            analyze(tmp_db, UNPRICED, api_base=srv.api_base, concurrency=concurrency)
+            analyze(tmp_db, UNPRICED, settings=LLMSettings(api_base=srv.api_base, concurrency=concurrency))
         journal_path(tmp_db).unlink()
-        second = analyze(tmp_db, UNPRICED, api_base=srv.api_base, concurrency=concurrency)
+        second = analyze(tmp_db, UNPRICED, settings=LLMSettings(api_base=srv.api_base, concurrency=concurrency))
         resent = analysis_outputs(srv, len(first))
         assert not set(resent) & set(first) and len(resent) == n - len(first)
         assert second.analysed_now == n - len(first)
@@ -377,7 +381,7 @@ def test_a_disk_that_fills_during_a_run_stops_it_and_nothing_paid_is_bought_twic
         assert (journal_path(moved).exists() or kept == 0)
         assert q(moved, "SELECT count(*) FROM llm_cache")[0][0] == stored
 
-        second = analyze(moved, UNPRICED, api_base=srv.api_base, concurrency=concurrency)
+        second = analyze(moved, UNPRICED, settings=LLMSettings(api_base=srv.api_base, concurrency=concurrency))
         resent = analysis_outputs(srv, len(first))
         assert second.recovered == kept
         # nothing stored or kept is bought again; only the answers the full disk lost are asked again
@@ -410,7 +414,7 @@ def test_a_journal_line_of_the_wrong_shape_is_skipped_and_counted(tmp_db, line):
     assert q(tmp_db, "SELECT cache_key FROM llm_cache") == [("k1",)]
     assert not journal_path(tmp_db).exists()
     with FakeLLMServer() as srv:
-        assert analyze(tmp_db, UNPRICED, api_base=srv.api_base).analysed_now == 2
+        assert analyze(tmp_db, UNPRICED, settings=LLMSettings(api_base=srv.api_base)).analysed_now == 2
 
 
 def _hard_linked(tmp_path, n: int):

@@ -270,8 +270,8 @@ def test_pairs_by_id_then_by_question_hash_once(tmp_db, capsys):
 def test_helm_questions_under_new_ids_pair_by_content(mmlu_db, tmp_path, capsys):
     """The mmlu-v1 questions written out as a custom JSONL log with ids of its own pair with
     HELM's by their text: every test question once, none by id."""
-    # the readers hash questions with ingest/names.py (the ingest side of this work)
-    pytest.importorskip("ingest.names", reason="the readers do not hash questions yet (ingest/names.py)")
+    # the readers hash questions with core/names.py (the ingest side of this work)
+    pytest.importorskip("core.names", reason="the readers do not hash questions yet (core/names.py)")
     rows, n_test = [], 0
     for run in sorted(MMLU_SUITE.iterdir()):
         if not (run / "run_spec.json").exists() or "groq_llama3-8b-8192" not in run.name:

@@ -11,10 +11,10 @@ from scipy import stats as sst
 
 import stats
 import store
-from stats import tests as t
+from core import significance as t
 from stats.cli import main
 from tests.conftest import q, run_module
-from tests.seed_store import T0, label_failures, seed
+from tests.seed_store import label_failures, seed
 
 
 def test_wilson_matches_scipy():

@@ -6,7 +6,6 @@ the demo store's rows copied into a store built by the first migrations only."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -32,7 +31,7 @@ def current(tmp_path_factory) -> Path:
     """The demo logs ingested and analysed offline by this Faultline, without the findings an
     older Faultline could not have stored (No Model Error, migration 009), so that an older
     store holding its rows can show the same pages."""
-    from ingest.demo import build_demo
+    from demo import build_demo
     from store import write_session
     from store.analysis import refresh_labels
 
@@ -152,7 +151,7 @@ def test_a_read_only_app_on_an_older_store_says_how_to_upgrade_it_and_writes_not
 
 
 def test_read_only_with_no_store_builds_nothing_and_says_so(tmp_path, monkeypatch):
-    from ingest import demo
+    import demo
 
     data = tmp_path / "data"
     data.mkdir()
@@ -171,7 +170,7 @@ def test_read_only_with_no_store_builds_nothing_and_says_so(tmp_path, monkeypatc
 
 
 def test_a_demo_store_that_cannot_be_built_is_a_message_not_a_traceback(tmp_path, monkeypatch):
-    from ingest import demo
+    import demo
 
     blocker = tmp_path / "data"
     blocker.write_text("a file where the data folder should be")

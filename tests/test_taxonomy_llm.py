@@ -16,7 +16,7 @@ import pytest
 
 from conftest import ROOT
 from llm_server import FakeLLMServer, failed_output_of, server_process, titles_of
-from taxonomy import TaxonomyError, analyze, classify_titles
+from taxonomy import LLMSettings, TaxonomyError, analyze, classify_titles
 from taxonomy.journal import journal_path
 from taxonomy.llm import LLMError
 
@@ -35,11 +35,11 @@ def server(llm_env):
         yield srv
 
 
-def run(db, srv, model=MODEL, **kw):
-    kw.setdefault("concurrency", 4)
-    kw.setdefault("timeout", 1.0)
-    kw.setdefault("backoff_s", 0.01)
-    return analyze(db, model, api_base=srv.api_base, **kw)
+def run(db, srv, model=MODEL, *, classifier=None, models=(), taxonomy_file=None, **settings):
+    """`analyze` against the fake server; the other keywords are LLMSettings fields."""
+    settings = {"api_base": srv.api_base, "concurrency": 4, "timeout": 1.0, "backoff_s": 0.01, **settings}
+    return analyze(db, model, classifier=classifier, models=models, taxonomy_file=taxonomy_file,
+                   settings=LLMSettings(**settings))
 
 
 def q(db, sql, params=()):
@@ -188,7 +188,7 @@ def test_throughput_at_concurrency_8(safety_db, tmp_path, llm_env):
         for attempt in range(5):
             db = tmp_path / f"run{attempt}.duckdb"
             shutil.copy(safety_db, db)
-            summary = analyze(db, MODEL, api_base=api_base, concurrency=8, classifier="offline")
+            summary = analyze(db, MODEL, classifier="offline", settings=LLMSettings(api_base=api_base, concurrency=8))
             assert summary.analysed_now == 29 and summary.stats.requests == 29
             rates.append(summary.analysed_now / summary.analysis_seconds)
             if rates[-1] >= 25:
@@ -199,10 +199,11 @@ def test_throughput_at_concurrency_8(safety_db, tmp_path, llm_env):
 
 def test_llm_classify_titles_is_cached_per_title(tmp_db, server):
     titles = ["Refuses a safe request", "Invents a source that does not exist"]
-    cats, summary = classify_titles(titles, MODEL, db=tmp_db, api_base=server.api_base)
+    cats, summary = classify_titles(titles, MODEL, db=tmp_db, settings=LLMSettings(api_base=server.api_base))
     assert cats == {"Refuses a safe request": "Refusal", "Invents a source that does not exist": "Hallucination"}
     assert summary.stats.requests == 1
-    cats2, summary2 = classify_titles(titles + ["Omits a required step of the answer"], MODEL, db=tmp_db, api_base=server.api_base)
+    cats2, summary2 = classify_titles(titles + ["Omits a required step of the answer"], MODEL, db=tmp_db,
+                                      settings=LLMSettings(api_base=server.api_base))
     assert cats2["Omits a required step of the answer"] == "Incomplete Content"
     assert summary2.stats.requests == 1
     assert titles_of(server.requests[-1]) == ["Omits a required step of the answer"]

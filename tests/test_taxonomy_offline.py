@@ -42,7 +42,7 @@ def rec(output, **kw):
     ],
 )
 def test_detectors(record, detector, title):
-    found = offline.analyse(record)
+    found = offline.analyze(record)
     assert (found.detector, found.title) == (detector, title)
     assert found.summary
 
@@ -250,7 +250,7 @@ JURY_SENTENCE = "The note omits the plan to follow up in three weeks, which the 
 def _evidence_store(db, rows: list[dict]) -> None:
     """One run per (model, dataset) written through the store's run writer with the 009 evidence:
     instructions, max_tokens, judge notes, the run's metric."""
-    from ingest.records import InstanceRecord, JudgeNote, ParsedRun, PredictionRecord, Reference, RunRecord
+    from core.records import InstanceRecord, JudgeNote, ParsedRun, PredictionRecord, Reference, RunRecord
     from store import write_session
     from store.runs import replace_runs, stage_run
 

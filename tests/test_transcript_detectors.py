@@ -14,7 +14,7 @@ from ingest.transcript import Transcript
 from seed_store import seed
 from taxonomy import analyze
 from taxonomy.offline import VERSION as OFFLINE_VERSION
-from taxonomy.detectors.transcript import analyse
+from taxonomy.detectors.transcript import analyze as detect_steps
 from taxonomy.steps import quote_resolves
 from transcripts_gen import seed_transcripts
 
@@ -49,7 +49,7 @@ ANSWERED = {"output_text": "picoCTF{wrong}", "source_format": "inspect"}
 
 
 def found(steps, rec=ANSWERED, declared=None):
-    f = analyse(steps, rec, declared)
+    f = detect_steps(steps, rec, declared)
     if f is not None:
         assert quote_resolves(steps[f.step_index], f.quote), "every quote occurs in the step it names"
     return f

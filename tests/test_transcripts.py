@@ -13,7 +13,7 @@ import pytest
 
 from conftest import q, run_module
 from ingest import ReadOptions, ingest_paths
-from ingest.readers import inspect_log
+from ingest.sources import inspect_log
 from store import transcripts
 
 A1, A2 = "a" * 32, "b" * 32

@@ -467,8 +467,8 @@ def test_allow_lists_are_set_without_calling_anything_the_store_defines(tmp_path
 def test_commands_mcp_and_pages_on_the_unlocking_store_leak_nothing(unlocking, tmp_path, monkeypatch, canary_env):
     from streamlit.testing.v1 import AppTest
 
-    from stats.answers import Settings
-    from stats.mcp_server import build_server
+    from mcp_server.answers import Settings
+    from mcp_server.server import build_server
     from tests.test_mcp import session
 
     report = tmp_path / "report.html"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -21,9 +22,11 @@ RATINGS = [{"model": m, "dataset": "rated", "instance_id": str(i), "output": "x"
 
 
 @pytest.fixture
-def root(tmp_path, monkeypatch) -> Path:
-    """An empty store and a data root: the app opens on its load panel."""
+def root(tmp_path, monkeypatch) -> Iterator[Path]:
+    """An empty store and a data root: the app opens on its load panel. The jobs it starts leave
+    the registry afterwards: it is the process's, and other tests expect no failed job in it."""
     import store
+    from ui import jobs
 
     logs = tmp_path / "logs"
     logs.mkdir()
@@ -33,7 +36,11 @@ def root(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("FAULTLINE_DB", str(db))
     monkeypatch.setenv("FAULTLINE_DATA_ROOTS", str(logs))
     monkeypatch.delenv("FAULTLINE_READ_ONLY", raising=False)
-    return logs
+    before = jobs.jobs()
+    yield logs
+    for job in jobs.jobs():
+        if job not in before:
+            jobs._registry().remove(job)
 
 
 def load(path: str) -> AppTest:
@@ -117,16 +124,43 @@ def test_a_load_that_needs_a_main_metric_gets_a_field_for_it(root):
                  "USING (run_id) GROUP BY 1") == [("match", 2, 1)]
 
 
-def test_the_flags_a_message_asks_for_are_read_back_whatever_the_dataset_is_called():
-    from ingest.passfail import Ask, asked, flag, refusal
+def test_a_refusal_asks_for_the_flags_its_message_names_whatever_the_dataset_is_called():
+    from core.errors import Ask
+    from core.verdicts import refusal
 
-    names = ["rated", "my data", "it's", 'say "hi"', "a=b"]
-    message = refusal([(n, "score", "x.jsonl", "why") for n in names]).message
-    message += f"\n  grid: why. Judge on another scorer with {flag('--main-metric', 'grid', 'NAME')} (scorers: a)."
-    assert asked(message) == [Ask(f, n, p) for n in names for f, p in (("--scale", "LOW:HIGH"), ("--pass-threshold", "X"))] + [
-        Ask("--main-metric", "grid", "NAME")]
-    # lines that only mention a flag in passing ask for nothing
-    assert asked("no verdicts: --scale needs DATASET=LOW:HIGH") == []
+    names = ["rated", "my data", "it's", 'say "hi"', "a=b", "--scale 'x=LOW:HIGH'"]
+    error = refusal([(n, "score", "x.jsonl", "why") for n in names])
+    assert error.asks == [Ask(f, n, p) for n in names for f, p in (("--scale", "LOW:HIGH"), ("--pass-threshold", "X"))]
+    # the message names each one as the user types it
+    assert all(ask.typed in error.message for ask in error.asks)
+
+
+def test_a_job_reads_its_asks_from_its_result_file_and_none_from_a_job_killed_before_it_wrote_one(tmp_path):
+    import subprocess
+    import sys
+
+    from core.errors import Ask
+    from core.result import CommandResult
+    from ui.jobs import Job, _result_file
+
+    log = tmp_path / "job.log"
+    log.write_text("ingest  30%|███\rreading rated.jsonl\n")
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    job = Job("load", ["ingest"], log, proc)
+    written = {"exit_code": -9, "error": "why", "asks": [{"flag": "--scale", "dataset": "rated", "placeholder": "LOW:HIGH"}]}
+    _result_file(log).write_text(json.dumps(written))
+    assert job.result() is None  # running: what it will say is not said yet
+    proc.kill()
+    proc.wait()
+    assert job.result() == CommandResult(-9, "why", (Ask("--scale", "rated", "LOW:HIGH"),))
+    assert job.asks() == (Ask("--scale", "rated", "LOW:HIGH"),)
+    # killed before it wrote one (or a file that is not one): no asks, and its log's last line says why
+    for text in (None, "{", json.dumps({**written, "asks": [{"flag": "--scale"}]})):
+        _result_file(log).unlink(missing_ok=True)
+        if text is not None:
+            _result_file(log).write_text(text)
+        assert job.result() is None and job.asks() == ()
+    assert job.problem() == "reading rated.jsonl"
 
 
 def test_a_failed_job_says_its_whole_error(tmp_path):

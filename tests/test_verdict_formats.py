@@ -12,7 +12,7 @@ import pytest
 
 from conftest import q, run_module
 from ingest import IngestError, ingest_paths
-from ingest.readers.promptfoo import short_label
+from ingest.sources.promptfoo import short_label
 
 
 def _inspect_v1(values: list[str], accuracy: float) -> dict:

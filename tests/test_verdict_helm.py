@@ -14,7 +14,8 @@ import pytest
 from conftest import FIXTURES, MMLU_SUITE, q, requires_fixtures, run_module
 from helm_gen import Case, Run, write_run, write_schema
 from ingest import IngestError, PassConfig, ReadOptions, ingest_paths
-from ingest.readers import helm_table
+from ingest.options import read_config
+from ingest.sources.helm import table as helm_table
 
 JURY = "aci_bench_accuracy"
 # means of three jurors' 1–5 ratings; model a answers well half the time, model b never
@@ -282,7 +283,7 @@ def test_scale_flags_are_checked(tmp_path):
         PassConfig.build(scales=["x=1-5"])
     config = tmp_path / "c.yaml"
     config.write_text("datasets:\n  rated: {scale: [1, 3]}\n")
-    assert PassConfig.build(config_file=config).for_dataset("rated").scale == (1.0, 3.0)
+    assert PassConfig.build(config_file=read_config(config)).for_dataset("rated").scale == (1.0, 3.0)
     assert ReadOptions().pass_config.for_dataset("rated").scale is None
 
 

@@ -14,10 +14,11 @@ import pytest
 
 from conftest import FIXTURES, MMLU_SUITE, q, requires_fixtures, run_module
 from ingest import ingest_paths
-from ingest.names import canonical_dataset, question_hash
+from core.names import canonical_dataset, question_hash
 from ingest.errors import IngestError
 from ingest.options import ReadOptions
-from ingest.passfail import PassConfig
+from ingest.options import read_config
+from core.verdicts import PassConfig
 
 LMEVAL = FIXTURES / "lm-eval"
 INSPECT = FIXTURES / "inspect"
@@ -387,7 +388,7 @@ def test_question_normalization_takes_its_short_way_only_where_it_changes_nothin
     import string
     import sys
 
-    from ingest.names import _EDGES, normalize_question
+    from core.names import _EDGES, normalize_question
 
     spaces = [c for c in map(chr, range(sys.maxunicode + 1)) if c.isspace()]
     assert [c for c in spaces if c.isprintable()] == [" "]
@@ -410,7 +411,7 @@ def test_config_aliases_rename_datasets(tmp_path, tmp_db):
     r = run_module("ingest", f, "--db", tmp_db, "--config", config)
     assert r.returncode == 0, r.stderr
     assert q(tmp_db, "SELECT dataset, dataset_raw FROM runs") == [("gsm8k", "my_gsm")]
-    assert PassConfig.build(config_file=config).aliases == {"my_gsm": "gsm8k"}
+    assert PassConfig.build(config_file=read_config(config)).aliases == {"my_gsm": "gsm8k"}
 
 
 @requires_fixtures
@@ -447,3 +448,24 @@ def test_inspect_partial_credit_follows_value_to_float(tmp_path, tmp_db):
     assert q(tmp_db, "SELECT dataset, dataset_raw, scale_source, harness_agrees, harness_note FROM runs") == [
         ("toy", "inspect_evals/toy", "inspect value_to_float", True, "agrees: mean 0.375 over 4 (s/accuracy)"),
     ]
+
+
+def test_the_pass_rule_in_sql_is_the_pass_rule_in_python():
+    """store/runs.py judges late runs in SQL (`judged_sql`); every kind of score, threshold,
+    direction and failed request gets the verdict `judged` gives."""
+    import itertools
+
+    import duckdb
+
+    from core.verdicts import judged, judged_sql
+
+    scores = [None, math.nan, math.inf, -math.inf, 0.0, 0.5, 0.8, 1.0, -2.0]
+    cases = list(itertools.product(scores, [None, 0.5, 0.8, 0.0], [False, True], [False, True, None]))
+    con = duckdb.connect()
+    con.execute("CREATE TABLE c (i INTEGER, score DOUBLE, threshold DOUBLE, lower BOOLEAN, infra BOOLEAN)")
+    con.executemany("INSERT INTO c VALUES (?, ?, ?, ?, ?)", [(i, *case) for i, case in enumerate(cases)])
+    got = dict(con.execute(f"SELECT i, {judged_sql('score', 'threshold', 'lower', 'infra')} FROM c").fetchall())
+    want = {i: None if infra else judged(score, threshold, lower)
+            for i, (score, threshold, lower, infra) in enumerate(cases)}
+    assert got == want
+    assert sum(v is True for v in want.values()) == 36 and sum(v is False for v in want.values()) == 24

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import store
-from ingest.records import InstanceRecord, ParsedRun, PredictionRecord, Reference, RunRecord
+from core.records import InstanceRecord, ParsedRun, PredictionRecord, Reference, RunRecord
 from ingest.transcript import Transcript
 from store.runs import replace_runs, stage_run
 

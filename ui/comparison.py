@@ -10,7 +10,7 @@ import polars as pl
 import streamlit as st
 
 from stats import fmt
-from stats import tests as t
+from core import significance as t
 from stats.headline import headline_text
 
 from . import columns

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from ingest.passfail import asked
+from core.errors import Ask
+from core.result import RESULT_FILE, CommandResult, read_result
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -67,6 +68,21 @@ class Job:
             block.append(line.rstrip())
         return "\n".join(block)
 
+    def result(self) -> CommandResult | None:
+        """What the command wrote as it exited (core/result.py); None while it runs, or when it
+        wrote none (killed, or a command that writes none): then only its log says why."""
+        return read_result(_result_file(self.log)) if self.returncode is not None else None
+
+    def asks(self) -> tuple[Ask, ...]:
+        """The settings a failed load stopped for; none when it said none, or said nothing."""
+        result = self.result()
+        return result.asks if result is not None else ()
+
+
+def _result_file(log: Path) -> Path:
+    """Where a job's command writes its outcome: beside its log."""
+    return log.with_suffix(".result.json")
+
 
 @st.cache_resource
 def _registry() -> list[Job]:
@@ -85,7 +101,8 @@ def start(label: str, args: list[str], db: Path, discard_on_failure: tuple[Path,
     # unique even for two sessions starting a job in the same second
     log = logs / f"{time.strftime('%Y%m%d-%H%M%S')}-{args[0]}-{uuid.uuid4().hex[:8]}.log"
     command = [sys.executable, "-m", *args, "--db", str(db)]
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    # what the app needs of the outcome (the settings a load asks for) it reads from that file
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", RESULT_FILE: str(_result_file(log))}
     with log.open("w") as out:
         proc = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env)
     job = Job(label, command, log, proc, args=list(args), discard=tuple(discard_on_failure))
@@ -100,7 +117,7 @@ def _discard_on_failure(job: Job) -> None:
     """A load that failed keeps nothing of what was uploaded for it (the store has none of it) —
     unless it stopped only for a setting the page asks for (a scale, a threshold, a main metric):
     then the files stay for "Load again with these settings", whose job takes them over."""
-    if job.proc.wait() != 0 and not asked(job.problem()):
+    if job.proc.wait() != 0 and not job.asks():
         for folder in job.discard:
             shutil.rmtree(folder, ignore_errors=True)
 

@@ -16,7 +16,6 @@ import streamlit as st
 
 import store
 from ingest import FORMATS
-from ingest.passfail import asked
 
 from . import jobs
 from .data import public_message, read_only
@@ -29,7 +28,7 @@ def _upload_root(db: Path) -> Path:
 
 
 def loader(expanded: bool = False, label: str = "Load logs and analyse failures",
-           analyse: bool = True) -> None:
+           analyze: bool = True) -> None:
     if read_only():
         return
     db = store.resolve_db_path()
@@ -50,13 +49,13 @@ def loader(expanded: bool = False, label: str = "Load logs and analyse failures"
             fmt = st.selectbox("Format", FORMATS, help="auto recognises each path by what it looks like")
             if st.form_submit_button("Load"):
                 _start_ingest(path, uploads or [], fmt, db, roots)
-        if analyse:
-            analyse_button(caption=True, status=False)
+        if analyze:
+            analyze_button(caption=True, status=False)
         _job_status()
         _settings_asked(db)
 
 
-def analyse_button(caption: bool = False, status: bool = True) -> None:
+def analyze_button(caption: bool = False, status: bool = True) -> None:
     """Start the offline analysis of the configured store (not offered on public links)."""
     if read_only():
         return
@@ -100,14 +99,14 @@ ASK_LABELS = {"--main-metric": "the metric that decides pass/fail"}
 
 
 def _settings_asked(db: Path) -> None:
-    """When the latest load stopped for want of a scale, a threshold or a main metric (its
-    message names the flags, ingest/passfail.py `asked`), the fields to give them, and a button
-    that runs the same load again with them."""
+    """When the latest load stopped for want of a scale, a threshold or a main metric (the asks
+    its command wrote in its result file, ui/jobs.py), the fields to give them, and a button that
+    runs the same load again with them."""
     started = jobs.jobs()
     job = started[-1] if started else None
     if job is None or job.returncode in (None, 0) or job.args[:1] != ["ingest"]:
         return
-    asks = asked(job.problem())
+    asks = job.asks()
     if not asks:
         return
     by_dataset: dict[str, set[str]] = {}

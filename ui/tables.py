@@ -14,7 +14,7 @@ A table that cannot be drawn (a column name with a NUL byte made the dataframe r
 and left the page running for ever) is said so on the page, without a traceback.
 
 Invisible and direction-changing characters (Unicode category Cf) in text cells and column names
-are shown as `<U+XXXX>` (ingest.names.visible), on the page and in the CSV alike: an output
+are shown as `<U+XXXX>` (core.names.visible), on the page and in the CSV alike: an output
 "safe\\u202eexe.txt" would otherwise read "safetxt.exe" in its cell.
 """
 
@@ -29,7 +29,7 @@ from typing import Any
 import polars as pl
 import streamlit as st
 
-from ingest.names import visible
+from core.names import visible
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")

@@ -23,8 +23,8 @@ from typing import Any
 
 import streamlit as st
 
-from ingest.names import visible
-from ingest.numbers import NumberError, whole_number
+from core.names import visible
+from core.numbers import NumberError, whole_number
 
 
 def _display_chars(default: int = 20000) -> int:

@@ -15,7 +15,7 @@ import math
 
 import streamlit as st
 
-from ingest.numbers import NumberError, whole_number
+from core.numbers import NumberError, whole_number
 from stats import fmt
 from store import transcripts as tr
 

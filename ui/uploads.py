@@ -29,7 +29,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
-from ingest.numbers import NumberError, decimal_number
+from core.numbers import NumberError, decimal_number
 from store import FaultlineError
 
 PROJECT_DATA = Path(__file__).resolve().parent.parent / "data"
@@ -48,7 +48,7 @@ SMALL_ENTRY = 64 * 1024
 
 
 def _limit(env: str, default_mib: int) -> int:
-    """A size setting in MiB (ASCII digits, ingest.numbers); one that is not a positive number is
+    """A size setting in MiB (ASCII digits, core.numbers); one that is not a positive number is
     an error naming it rather than a silent default."""
     raw = os.environ.get(env)
     if raw is None or not raw.strip():

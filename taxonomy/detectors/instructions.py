@@ -27,7 +27,17 @@ from __future__ import annotations
 
 import re
 
-from .base import STOPWORDS, Evidence, Finding, Look, answer_number, gold_refs, input_of, output_of, word_count
+from .base import (
+    STOPWORDS,
+    Evidence,
+    Finding,
+    Look,
+    answer_number,
+    gold_refs,
+    input_of,
+    output_of,
+    word_count,
+)
 from .choice import chosen_option, gold_option, is_multiple_choice
 from .normalise import marked_answer
 from .shape import TEMPLATE_TOKEN
@@ -59,7 +69,6 @@ def looked_past_template_tokens(rec: dict) -> Look | None:
 
 
 def detect_template_tokens(rec: dict) -> Finding | None:
-    out = output_of(rec)
     tokens = _leftover_tokens(rec)
     if not tokens or answer_is_wrong(rec):
         return None

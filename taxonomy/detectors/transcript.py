@@ -328,7 +328,7 @@ DETECTORS: list[Callable[[list[dict], dict, set[str] | None], StepFinding | None
 ]
 
 
-def analyse(steps: list[dict], rec: dict, declared_tools: set[str] | None = None) -> StepFinding | None:
+def analyze(steps: list[dict], rec: dict, declared_tools: set[str] | None = None) -> StepFinding | None:
     """The finding at the earliest step, or None when no rule is certain. `steps`: the whole
     transcript in order (store.first_errors.transcript_steps); `rec`: the failure
     (store.analysis.failures, with its run's source_format); `declared_tools`: the tools the log

@@ -1,4 +1,0 @@
-"""One module per log format: each reads its files into `ParsedRun`s (ingest/records.py).
-
-The readers are registered, in the order `--format auto` tries them, in ingest/registry.py.
-"""

@@ -1,0 +1,118 @@
+"""Who&When failure logs: one JSON file per multi-agent run, `{question, question_ID, ground_truth,
+history: [{role, name, content}], is_correct, mistake_agent, mistake_step, mistake_reason, ...}`.
+
+A folder of them is one run; `question_ID` is the instance, `history` the transcript, one step
+per entry (so Who&When's `mistake_step` is the step's `step_index`), the speaking agent its
+`name` (the hand-crafted half puts the agent in `role`). Verdict: the file's `is_correct`. The
+files name no model: give --model. The human labels (mistake agent, step and reason) are not
+read here: they are a reviewer's, not the harness's.
+
+Pipeline: load → identity → instances and predictions with steps → verdict.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Iterator
+
+from core.names import question_hash
+from core.numbers import whole_or_none
+from core.records import InstanceRecord, ParsedRun, PredictionRecord, Reference, Skipped
+
+from .. import files
+from ..errors import MALFORMED, IngestError, malformed
+from ..jsonio import expect, load_json
+from ..options import ReadOptions
+from ..source import Source
+from ..transcript import Transcript, content_text
+from ..walk import matching_files
+from .agent import NeedsFlag, agent_run, binary_verdict_fields, check_unique, require
+from .chat import ROLES
+
+FORMAT = "who-when"
+VERDICT = binary_verdict_fields("is_correct", "who&when is_correct", "the log's is_correct (true passes, false fails)")
+
+
+def _is_log(path: Path) -> bool:
+    if path.suffix.lower() != ".json":
+        return False
+    head = files.head(path, 1 << 16) or b""
+    # the labels follow the history, which can be long: the keys before it say what this is
+    return head.lstrip()[:1] == b"{" and b'"history"' in head and (b'"mistake_agent"' in head or (
+        b'"question_ID"' in head and b'"is_correct"' in head and b'"ground_truth"' in head))
+
+
+def looks_like(path: Path) -> bool:
+    return bool(matching_files(path, _is_log))
+
+
+def _groups(path: Path) -> dict[Path, list[Path]]:
+    groups: dict[Path, list[Path]] = {}
+    for file in matching_files(path, _is_log) if path.is_dir() else [path]:
+        groups.setdefault(file.parent, []).append(file)
+    return groups
+
+
+def count_runs(path: Path) -> int:
+    return len(_groups(path))
+
+
+def read(path: Path, options: ReadOptions) -> Iterator[ParsedRun | Skipped]:
+    for folder, logs in _groups(path).items():
+        try:
+            yield read_run(folder, logs, options)
+        except NeedsFlag as exc:
+            if path.is_file():
+                raise
+            yield Skipped(path=str(folder), reason=exc.reason)
+        except MALFORMED as exc:
+            raise malformed(folder, "Who&When log", exc) from None
+
+
+def _order(path: Path) -> tuple:
+    number = whole_or_none(path.stem)  # "²".isdigit() is True, int("²") raises
+    return (0, number, "") if number is not None else (1, 0, path.stem)
+
+
+def read_run(folder: Path, logs: list[Path], options: ReadOptions) -> ParsedRun:
+    model = require(options.model, folder, "Who&When logs name no model", "--model NAME")
+    hasher = hashlib.sha256()
+    transcript = Transcript()
+    instances, predictions, seen = [], [], {}
+    for file in sorted(logs, key=_order):
+        log = expect(load_json(file, hasher), dict, str(file))
+        raw_id = log.get("question_ID")
+        if not isinstance(raw_id, (str, int)) or isinstance(raw_id, bool):
+            raise IngestError(f"{file}: question_ID: expected an id, found {type(raw_id).__name__}")
+        iid = str(raw_id)
+        check_unique(seen, (iid, 0), file, file)
+        history = log.get("history")
+        if not isinstance(history, list):
+            raise IngestError(f"{file}: history: expected a list of messages, found {type(history).__name__}")
+        for n, message in enumerate(history):
+            where = f"{file}: history[{n}]"
+            if not isinstance(message, dict):
+                raise IngestError(f"{where}: expected a message object, found {type(message).__name__}")
+            raw_role = message.get("role")
+            role = ROLES.get(raw_role.lower(), None) if isinstance(raw_role, str) else None
+            # the hand-crafted half names the agent in role
+            agent = message.get("name") if isinstance(message.get("name"), str) else (raw_role if role is None else None)
+            transcript.add(iid, 0, "message", where=where, role=role or "assistant", agent=agent,
+                           text=content_text(message.get("content"), where), source_ref=f"history[{n}]")
+        verdict = log.get("is_correct")
+        if not isinstance(verdict, bool):
+            raise IngestError(f"{file}: is_correct: expected true or false, found {verdict!r}")
+        question = log.get("question") if isinstance(log.get("question"), str) else None
+        truth = log.get("ground_truth")
+        instances.append(InstanceRecord(
+            instance_id=iid, raw_instance_id=iid, input_text=question, question_hash=question_hash(question),
+            refs=[Reference(text=str(truth), correct=True)] if truth not in (None, "") else []))
+        last = next((m.get("content") for m in reversed(history) if isinstance(m, dict) and isinstance(m.get("content"), str)), None)
+        predictions.append(PredictionRecord(instance_id=iid, output_text=last, score=float(verdict), is_correct=verdict))
+    return agent_run(fmt=FORMAT, key=str(folder.resolve()), path=folder, content_hash=hasher.hexdigest(), model=model,
+                     dataset_raw="who&when", options=options, instances=instances, predictions=predictions,
+                     transcript=transcript, verdict=VERDICT, settings={})
+
+
+SOURCE = Source(FORMAT, looks_like, read, count_runs, "Who&When logs: .json with history and mistake_agent")
