@@ -88,8 +88,10 @@ outcome.task_block(first)
 st.subheader("Input")
 if first["input_text"]:
     show(first["input_text"])
-else:
+elif first["input_messages"]:
     st.json(visible_data(first["input_messages"]))
+else:  # a table of your own without an input column (st.json of nothing draws an error box)
+    st.caption("The log holds no input for this question.")
 refs = first["refs"] or []
 if first["choices"] and not refs:
     show_table([{"option": k, "text": v} for k, v in first["choices"].items()], name="options", hide_index=True)

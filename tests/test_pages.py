@@ -338,6 +338,21 @@ def test_instances_detail_evidence_and_review(tmp_db, monkeypatch):
     assert reviews.set_index("model").loc["M1", ["reviewed", "agreed"]].tolist() == [1, 0]
 
 
+def test_a_question_without_input_says_so(tmp_path, monkeypatch):
+    """A table of your own may have no input column: the page says the log holds none (st.json
+    of nothing drew an error box)."""
+    log = tmp_path / "no_input.jsonl"
+    log.write_text(json.dumps({"model": "m", "dataset": "ds", "instance_id": "q1", "reference": "a", "output": "b",
+                               "correct": False}) + "\n")
+    db = tmp_path / "store.duckdb"
+    assert run_module("ingest", log, "--db", db).returncode == 0
+    monkeypatch.setenv("FAULTLINE_DB", str(db))
+    monkeypatch.delenv("FAULTLINE_READ_ONLY", raising=False)
+    at = run_page("pages/instances.py", instance="ds:q1")
+    assert "The log holds no input for this question." in [c.value for c in at.caption]
+    assert not at.get("json")
+
+
 def test_instances_read_only_hides_review(tmp_db, monkeypatch):
     _synthetic_with_evidence(tmp_db)
     monkeypatch.setenv("FAULTLINE_DB", str(tmp_db))

@@ -85,6 +85,18 @@ def test_a_store_connection_reaches_no_file_and_cannot_be_unlocked(hostile, tmp_
         con.close()
 
 
+def _every_page_refuses_it(at) -> None:
+    """Every page of the app `at` opens says the store is refused, with no leak and no exception."""
+    at.run()
+    for page in [None, *PAGES]:
+        if page is not None:
+            at.switch_page(f"pages/{page}")
+            at.run()
+        assert not _leaks(_page_text(at)), page
+        assert not at.exception, page
+        assert any("refused: this store" in e.value for e in at.error), page
+
+
 def _refusals(path) -> list[str]:
     """What reading and writing the store at `path` refuse it with (each must refuse it)."""
     from store import UntrustedStoreError, read_connection, write_session
@@ -338,15 +350,7 @@ def test_pages_on_a_hostile_store_at_a_url_leak_nothing(hostile, tmp_path, monke
     monkeypatch.setenv("FAULTLINE_CACHE_DIR", str(tmp_path / "cache"))
     with StoreServer({"/s.duckdb": hostile.read_bytes()}) as srv:
         monkeypatch.setenv("FAULTLINE_DB", srv.url("/s.duckdb"))
-        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-        at.run()
-        for page in [None, *PAGES]:
-            if page is not None:
-                at.switch_page(f"pages/{page}")
-                at.run()
-            assert not _leaks(_page_text(at)), page
-            assert not at.exception, page
-            assert any("refused: this store" in e.value for e in at.error), page
+        _every_page_refuses_it(AppTest.from_file(str(ROOT / "app.py"), default_timeout=60))
     remote._memo.clear()
 
 
@@ -495,14 +499,7 @@ def test_commands_mcp_and_pages_on_the_unlocking_store_leak_nothing(unlocking, t
     monkeypatch.setenv("FAULTLINE_DB", str(unlocking))
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     at.query_params.update({"a": A, "b": B})
-    at.run()
-    for page in [None, *PAGES]:
-        if page is not None:
-            at.switch_page(f"pages/{page}")
-            at.run()
-        assert not _leaks(_page_text(at)), page
-        assert not at.exception, page
-        assert any("refused: this store" in e.value for e in at.error), page
+    _every_page_refuses_it(at)
 
 
 def test_a_generated_column_in_the_migrations_table_never_runs(tmp_path, canary_env):
