@@ -161,8 +161,6 @@ def check(db: str | None, http_port: int | None, answer_tokens: int, base_url: s
     Returns the store's name for the announcement."""
     if answer_tokens < MIN_TOKENS:
         raise FaultlineError(f"--answer-tokens {answer_tokens}: answers need at least {MIN_TOKENS:,} tokens")
-    if http_port is not None and not 0 < http_port < 65536:
-        raise FaultlineError(f"--http {http_port}: not a port number (1-65535)")
     if base_url is not None and not base_url.startswith(("http://", "https://")):
         raise FaultlineError(f"dashboard address {base_url!r} (--base-url or ${links.BASE_URL_ENV}): give it "
                              "with its scheme, e.g. http://localhost:8501")

@@ -141,15 +141,20 @@ def public_message(message: str) -> str:
     return _SERVER_FOLDER.sub("", message)
 
 
+def cached(fn: Callable, db: Path, **kwargs) -> Any:
+    """`fn(con, **kwargs)` on the store at `db`, from the cache while the store is unchanged;
+    its errors are raised (`load` shows them)."""
+    return _cached(fn.__module__, fn.__name__, str(db), store.data_version(db), kwargs)
+
+
 def load(fn: Callable, **kwargs) -> Any:
     """`fn(con, **kwargs)` from the cache, or from a fresh read-only connection.
 
     A user-facing error (the store locked for too long, an unknown model) stops the page with
     its message instead of a traceback.
     """
-    db = active_db()
     try:
-        return _cached(fn.__module__, fn.__name__, str(db), store.data_version(db), kwargs)
+        return cached(fn, active_db(), **kwargs)
     except store.FaultlineError as exc:
         st.error(public_message(exc.message))
         st.stop()

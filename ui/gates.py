@@ -12,7 +12,7 @@ import store
 from store import queries as q
 
 from . import setup
-from .data import _cached, active_db, is_demo, load, public_message, read_only
+from .data import active_db, cached, is_demo, load, public_message, read_only
 from .text import md
 
 
@@ -62,7 +62,7 @@ def require_data() -> None:
     if store.is_remote_db():
         _remote_source()
     try:
-        loaded = _cached(q.has_data.__module__, q.has_data.__name__, str(db), store.data_version(db), {})
+        loaded = cached(q.has_data, db)
     except store.EmptyStoreError:
         loaded = False  # a 0-byte or never set-up file, as a killed first ingest leaves it
     except store.FaultlineError as exc:
