@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 import duckdb
+import polars as pl
 
 import store
 from core.numbers import NumberError, shown, whole_number
@@ -28,6 +29,7 @@ from stats.headline import (
     unequal_questions,
 )
 from stats.links import base_url, view_url
+from stats.signatures import shares
 from stats.suspects import by_dataset
 from store import FaultlineError
 from store import agreement as sa
@@ -307,6 +309,14 @@ def compare(con, s: Settings, a: str, b: str, datasets=None, domains=None, analy
                           "q_bh (Benjamini-Hochberg; finding significant at q <= 0.05), p_paired (McNemar "
                           "within the type), p_errormap (the ErrorMap paper's check, overstates significance)",
             "not_error_types": "Other, Hard to Analyze, No Model Error: counted apart, never tested",
+            "corrected_delta": "B's share minus A's in the shares corrected for the analyst's measured "
+                               "misclassification (people's labels; over all failures under the filters), with "
+                               "corrected_low/high its 95% interval; null when no people's label measured the "
+                               "analyst. A finding is significant only if that interval leaves out 0 as well "
+                               "('within the analyst's error' otherwise)",
+            "shares": "each model's share of its failures (every failure under the rule) whose true category "
+                      "is this one, with share_low/high its 95% interval; shares_method says whether it is "
+                      "corrected for the analyst's error or sampling error only",
             **({"agents": "agent runs on the tasks both ran: where the analyst's first decisive error falls "
                           "(early/middle/late third of the run), tools whose results errored (counted, not "
                           "tested), Wilcoxon signed-rank p on the first error's share of the run"}
@@ -363,9 +373,15 @@ def failures(con, s: Settings, category: str | None = None, models=None, dataset
                                              "models": [r["model"]], "analyst": analyst}))
         rows.append(row)
     ranked = sorted(by_category.values(), key=lambda e: (-e["failures"], e["category"]))
+    est = shares(con, analyst, models, datasets, domains, split=split)
+    if category is not None:
+        by_category[category]["shares"] = [
+            {k: r[k] for k in ("model", "share", "share_low", "share_high")}
+            for r in est.frame.filter(pl.col("category") == category).to_dicts()]
     head = {
         "analyst": analyst,
         "category": category,
+        "shares_method": est.method,
         "by_category": [{k: v for k, v in e.items() if k != "models" or e["category"] == category}
                         for e in ranked],
         "definitions": {
@@ -373,6 +389,9 @@ def failures(con, s: Settings, category: str | None = None, models=None, dataset
             "evidence": "the analyst's criteria the answer missed; quote_in_output = the quote occurs verbatim "
                         "in the model's output (false: the analyst paraphrased)",
             "error_type": "false for Other, Hard to Analyze and No Model Error: labels, not error types",
+            "shares": "with a category: each model's share of its failures (every failure under the rule) whose "
+                      "true category it is, with its 95% interval (shares_method: corrected for the analyst's "
+                      "measured misclassification, or sampling error only)",
         },
     }
     link = s.link("instances", {**_filters(models, datasets, domains, split, analyst), "category": category,

@@ -9,7 +9,7 @@ import streamlit as st
 import stats
 import ui
 from stats import fmt
-from stats.compare import mix_sentences
+from stats.compare import label_noise_line, mix_sentences
 from store import queries as q
 from ui import agents, charts, columns, comparison, pairs
 from ui.text import md
@@ -94,10 +94,12 @@ else:
             "Newcombe 95% interval, sorted by |Δ|. Colour and the Finding column give the same test: "
             "Fisher exact on the shares, Benjamini–Hochberg over the error types; significant = "
             "q ≤ 0.05. “Too few to tell” = no split of these counts could reach p ≤ 0.05.")
+        st.caption(label_noise_line(c))
         shown = columns.compare_table(c)
+        key = columns.compare_key(c)
         charts.show(charts.delta_chart(shown, a, b), f"compare-{a}-vs-{b}", key="delta")
-        show_table(columns.shown(shown.select(columns.COMPARE_KEY)), name="compare-error-types", hide_index=True,
-                     column_config=columns.config(columns.COMPARE_KEY))
+        show_table(columns.shown(shown.select(key)), name="compare-error-types", hide_index=True,
+                   column_config=columns.config(key))
         with st.expander("Paired test per error type, and the ErrorMap paper's check"):
             st.caption("Paired: on the questions only one model fails, how often that failure has "
                        "this error type (McNemar exact; 5 or fewer such questions cannot reach "

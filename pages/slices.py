@@ -6,7 +6,8 @@ import streamlit as st
 
 import stats
 import ui
-from ui import charts, columns
+from stats.shares import FEW
+from ui import agreement, charts, columns
 from ui.urlstate import seed_one, warn_unknown
 from ui.tables import show_table
 from ui.text import visible
@@ -44,17 +45,18 @@ for by, label in (("dataset", "By dataset"), ("domain", "By domain (e.g. MMLU su
     else:
         every = sorted(set(slices[by].filter(slices[by]["error_type"])["category"]))
         charts.show(charts.slice_heatmap(errors, by, every), f"slices-{model}-by-{by}", key=f"slices-{by}")
-        st.caption(f"Cell text k/n = the model's failures of that error type in the {by} / its "
-                   f"failures with an error type in the {by}; shade = that share, so 1/1 is as dark "
-                   "as 5/5: read the n before the shade.")
-        table = errors.select(by, "category", "count", "failures", "share", "questions", "per_100")
-        show_table(columns.shown(table), name=f"slices-by-{by}", hide_index=True, column_config=columns.config(
-            table.columns, failures=columns.count(f"Failures with an error type in the {by}"),
-            share=columns.percent("Share of the model's errors")))
+        st.caption(f"Cell = the share of the model's failures in the {by} whose true category is this "
+                   f"one (every failure in the {by} is the denominator); shade = the lower end of its 95% "
+                   f"interval, so a share resting on a few failures stays pale. A grey cell reading k/n is a "
+                   f"{by} with fewer than {FEW} labelled failures: the analyst's count there, of its labels. "
+                   "The intervals are in the table and the tooltips.")
+        agreement.shares_caption(slices[by].filter(slices[by]["model"] == model), analyst, f, by=by)
+        table = columns.share_table(errors, by, "category")
+        show_table(table, name=f"slices-by-{by}", hide_index=True, column_config=columns.share_config(
+            table.columns, failures=columns.count(f"Failures in the {by} (denominator)")))
     if not apart.is_empty():
-        table = apart.select(by, "category", "count", "labelled", "share")
+        table = columns.share_table(apart, by, "category").drop("questions", "per_100", strict=False)
         with st.expander(f"Not error types, by {by} (counted apart, never tested)"):
-            show_table(columns.shown(table), name=f"slices-by-{by}-apart", hide_index=True, column_config=columns.config(
-                table.columns, labelled=columns.count("Labelled failures"),
-                share=columns.percent("Share of labelled failures")))
+            show_table(table, name=f"slices-by-{by}-apart", hide_index=True, column_config=columns.share_config(
+                table.columns, failures=columns.count(f"Failures in the {by} (denominator)")))
 ui.share_link("/slices", {**f.params(), "analyst": analyst, "model": model})

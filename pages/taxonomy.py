@@ -1,5 +1,6 @@
 """The taxonomy: categories → error titles → questions, counts per model, versions, descriptions,
-and how far the analyst's labels agree with people or another analyst."""
+the analyst's calibration against people's labels (and the controls that draw failures to review,
+load people's labels and calibrate), and how far its labels agree with people or another analyst."""
 
 import ui.preload  # noqa: F401  (first: the heavy libraries once, in one order; see ui/preload.py)
 
@@ -10,7 +11,7 @@ import streamlit as st
 
 import ui
 from store import queries as q
-from ui import agreement, columns, suspects
+from ui import agreement, columns, review, suspects
 from ui.text import md, visible_data
 from ui.urlstate import warn_unknown
 from ui.tables import show_table
@@ -67,6 +68,10 @@ if category:
     st.page_link("pages/instances.py", label=f"Open the {md(category)} failures →", icon=":material/open_in_new:",
                  query_params={**f.params(), "category": category, "outcome": "failed",
                                "analyst": analyst})
+agreement.calibration_panel(analyst)
+with st.expander("Measure the analyst: propose failures to review, load people's labels, calibrate",
+                 expanded=False):
+    review.measure_controls(analyst, f)
 against = agreement.panel(analyst, f)
 suspects.panel(f, analyst)
 ui.share_link("/taxonomy", {**f.params(), "analyst": analyst, "category": category, "against": against})

@@ -1,5 +1,6 @@
-"""`python -m stats accuracy|compare|report|mcp`: accuracy with intervals, the comparison and the
-static report from the command line, and the store served read-only to agents."""
+"""`python -m stats accuracy|signatures|compare|report|mcp`: accuracy with intervals, each model's
+error-type shares with their error, the comparison and the static report from the command line,
+and the store served read-only to agents."""
 
 from __future__ import annotations
 
@@ -18,7 +19,17 @@ from store import queries as q
 
 from . import fmt
 from .agents import agent_compare, agent_lines, compare_json
-from .compare import check_known, compare, mix_lines, regressions, score_lines, verdict
+from .compare import (
+    _json_number,
+    check_known,
+    compare,
+    label_noise_line,
+    mix_lines,
+    pick_analyst,
+    regressions,
+    score_lines,
+    verdict,
+)
 from .headline import (
     accuracy_rows,
     dataset_rules,
@@ -30,6 +41,7 @@ from .headline import (
     usable_thresholds,
 )
 from .report import build_report
+from .shares import ESTIMAND
 
 _SPLIT_HELP = ("'main' (default): each run's main split, every row of a run without one; "
                "'all': every split; or a split name such as test or valid")
@@ -51,6 +63,18 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--split", default=q.MAIN_SPLIT, help=_SPLIT_HELP)
     a.add_argument("--threshold", nargs="+", default=[], metavar="DATASET=X", help=_THRESHOLD_HELP)
     a.add_argument("--json", action="store_true", help="print JSON (the summary goes to stderr)")
+
+    g = sub.add_parser("signatures", help="each model's error-type shares with 95%% intervals that carry the "
+                                          "analyst's measured misclassification (docs/stats.md)")
+    g.add_argument("--db", help="database file (default: $FAULTLINE_DB, else data/faultline.duckdb)")
+    g.add_argument("--analyst", help="whose labels (default: the one with the most)")
+    g.add_argument("--models", nargs="+", default=[])
+    g.add_argument("--datasets", nargs="+", default=[])
+    g.add_argument("--domains", nargs="+", default=[])
+    g.add_argument("--by", choices=["dataset", "domain"], help="one signature per model and dataset (or domain)")
+    g.add_argument("--split", default=q.MAIN_SPLIT, help=_SPLIT_HELP)
+    g.add_argument("--threshold", nargs="+", default=[], metavar="DATASET=X", help=_THRESHOLD_HELP)
+    g.add_argument("--json", action="store_true", help="print JSON (the summary goes to stderr)")
 
     c = sub.add_parser("compare", help="paired comparison of two models' failures")
     c.add_argument("a", metavar="MODEL_A")
@@ -142,6 +166,39 @@ def _accuracy(args) -> int:
     return 0
 
 
+def _signatures(args) -> int:
+    from .signatures import share_rows, shares
+
+    with store.read_connection(args.db) as con:
+        check_known(con, args.models, args.datasets, args.domains, args.split)
+        thresholds = _thresholds(con, args)
+        analyst = pick_analyst(con, args.analyst, args.models or None, args.datasets or None,
+                               args.domains or None, args.split)
+        if analyst is None:
+            raise FaultlineError("no analysed failures yet; run `python -m taxonomy analyze`")
+        est = shares(con, analyst, args.models or None, args.datasets or None, args.domains or None,
+                     args.by, args.split, thresholds or None)
+    keys = ["model"] + ([args.by] if args.by else [])
+    rows = share_rows(est).select(*keys, "category", "share", "share_low", "share_high", "count", "people", "failures",
+                       "reviewed", "unmeasured", "reviews_used", "corrected")
+    if args.json:
+        out = {"analyst": analyst, "estimand": ESTIMAND, "method": est.method,
+               "rows": [{k: _json_number(v) for k, v in r.items()} for r in rows.to_dicts()]}
+        print(json_visible(json.dumps(out, indent=2, ensure_ascii=False)))
+    else:
+        print(f"{ESTIMAND}\n{est.method}")
+        _table([*keys, "category", "share", "95% interval", "analyst's count", "people's labels", "failures"],
+               [[*(r[k] for k in keys), r["category"], fmt.pct(r["share"]),
+                 f"{fmt.pct(r['share_low'])}–{fmt.pct(r['share_high'])}", fmt.count(r["count"]),
+                 fmt.count(r["people"]), fmt.count(r["failures"])] for r in rows.iter_rows(named=True)])
+    print(f"signatures of {rows['model'].n_unique()} models by {analyst}: {rows.height} rows, "
+          + (f"corrected with {fmt.plural(est.reviews, 'people' + chr(39) + 's label')}" if est.corrected
+             else "analyst accuracy not measured (sampling error only): review failures with "
+                  "`python -m taxonomy review-sample`"),
+          file=sys.stderr if args.json else sys.stdout)
+    return 0
+
+
 def _print_table(result) -> None:
     print(f"{result.a} (A) vs {result.b} (B), analyst: {result.analyst or 'none'}")
     print(verdict(result))
@@ -150,13 +207,16 @@ def _print_table(result) -> None:
     if not result.categories and not result.not_error_types:
         print("No classified failures for these models: run `python -m taxonomy analyze` first.")
     elif result.categories:
+        corrected = any(c.corrected_delta is not None for c in result.categories)
         header = ["category", "A n", "B n", "A share", "B share", "p_fisher", "q_bh", "p_paired",
-                  "p_errormap*", "finding"]
+                  "p_errormap*", *(["B − A corrected (95%)"] if corrected else []), "finding"]
         rows = [[c.category, fmt.count(c.a_count), fmt.count(c.b_count), fmt.pct(c.a_share),
                  fmt.pct(c.b_share), fmt.p_value(c.p_fisher), fmt.p_value(c.q_bh),
-                 fmt.p_value(c.p_paired), fmt.p_value(c.p_errormap), c.finding]
+                 fmt.p_value(c.p_paired), fmt.p_value(c.p_errormap),
+                 *([_corrected_text(c)] if corrected else []), c.finding]
                 for c in result.categories]
         _table(header, rows)
+        print(label_noise_line(result))
         where = ("every analysed failure (--unpaired)" if result.unpaired
                  else f"the {fmt.plural(result.n_pairs, 'question')} both answered")
         print(f"Failures with an error type on {where}: A {fmt.count(result.a_total)}, B "
@@ -176,6 +236,13 @@ def _print_table(result) -> None:
                   f"only B fails {fmt.count(d.b_only_fail)}, McNemar p = {fmt.p_value(d.p)}")
             for line in score_lines(d):
                 print(f"    {line}")
+
+
+def _corrected_text(c) -> str:
+    if c.corrected_delta is None:
+        return "–"
+    return (f"{fmt.signed_pct(c.corrected_delta)} ({fmt.signed_pct(c.corrected_low)} to "
+            f"{fmt.signed_pct(c.corrected_high)})")
 
 
 def _compare(args) -> int:
@@ -238,7 +305,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args) -> int:
     try:
-        return {"accuracy": _accuracy, "compare": _compare, "report": _report, "mcp": _mcp}[args.command](args)
+        return {"accuracy": _accuracy, "signatures": _signatures, "compare": _compare, "report": _report,
+                "mcp": _mcp}[args.command](args)
     except FaultlineError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         return exc.exit_code

@@ -20,7 +20,7 @@ presented as a difference between the models.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import polars as pl
 
@@ -51,17 +51,31 @@ class CategoryResult:
     delta_high: float
     fisher_can_decide: bool
     paired_can_decide: bool
+    # B − A in the shares corrected for the analyst's measured misclassification (stats/shares.py;
+    # of all failures under the filters) with its 95% interval; None when no people's label measured it
+    corrected_delta: float | None = None
+    corrected_low: float | None = None
+    corrected_high: float | None = None
+
+    @property
+    def within_confusion(self) -> bool:
+        """The corrected difference's interval holds 0: the analyst's measured error could make it."""
+        return self.corrected_low is not None and self.corrected_low <= 0 <= self.corrected_high
 
     @property
     def significant(self) -> bool:
-        """Benjamini–Hochberg q ≤ ALPHA: the one rule the chart, the table and the CLI mark."""
-        return self.q_bh <= t.ALPHA
+        """Benjamini–Hochberg q ≤ ALPHA, and — where people's labels measured the analyst — a
+        corrected difference whose interval leaves out 0: the one rule the chart, the table and
+        the CLI mark."""
+        return self.q_bh <= t.ALPHA and not self.within_confusion
 
     @property
     def finding(self) -> str:
         """The test's answer in words; the compare page colours the chart and the table by it."""
         if self.significant:
             return "larger in B" if self.b_share > self.a_share else "larger in A"
+        if self.q_bh <= t.ALPHA:
+            return "within the analyst's error"
         return "not significant" if self.fisher_can_decide else "too few to tell"
 
 
@@ -149,12 +163,12 @@ class MixRow:
 
 
 _CATEGORY_KEYS = ("category", "a_count", "b_count", "a_share", "b_share", "p_fisher", "q_bh",
-                  "p_paired", "p_errormap")
+                  "p_paired", "p_errormap", "corrected_delta", "corrected_low", "corrected_high")
 
 
 def _category_json(c: CategoryResult) -> dict:
     values = asdict(c)
-    return {k: _json_number(values[k]) for k in _CATEGORY_KEYS}
+    return {**{k: _json_number(values[k]) for k in _CATEGORY_KEYS}, "finding": c.finding}
 
 
 @dataclass(frozen=True)
@@ -185,6 +199,10 @@ class Comparison:
     by_dataset: list[DatasetComparison] = field(default_factory=list)
     mix: list[MixRow] = field(default_factory=list)
     thresholds: dict[str, float] = field(default_factory=dict)
+    # each model's error-type shares with their error (stats.signatures: every failure under the
+    # filters, corrected where people's labels measured the analyst); None without an analyst
+    shares: pl.DataFrame | None = None
+    shares_method: str | None = None
 
     @property
     def mixes_differ(self) -> bool:
@@ -229,6 +247,10 @@ class Comparison:
             "mix": [asdict(m) for m in self.mix],
             "mixes_differ": self.mixes_differ,
             "by_dataset": [d.to_json() for d in self.by_dataset],
+            "shares_method": self.shares_method,
+            "shares": [] if self.shares is None else [
+                {k: _json_number(v) for k, v in r.items()} for r in self.shares.select(
+                    "model", "category", "share", "share_low", "share_high").to_dicts()],
         }
 
     def not_error_frame(self) -> pl.DataFrame:
@@ -293,9 +315,28 @@ def compare(con, a: str, b: str, datasets=None, domains=None, analyst: str | Non
     continuous = {d: r for d, r in rules.items() if r.movable and d in set(paired["dataset"])}
     scores = (q.paired_scores(con, a, b, sorted(continuous), domains, split=split) if continuous
               else pl.DataFrame(schema={"dataset": pl.String, "a_score": pl.Float64, "b_score": pl.Float64}))
-    return compare_frames(a, b, analyst, datasets, domains, paired, everywhere, split,
-                          unpaired=unpaired, scores=scores, rules=continuous, thresholds=thresholds,
-                          types_by_dataset=types_by_dataset)
+    result = compare_frames(a, b, analyst, datasets, domains, paired, everywhere, split,
+                            unpaired=unpaired, scores=scores, rules=continuous, thresholds=thresholds,
+                            types_by_dataset=types_by_dataset)
+    return with_corrected_shares(con, result) if analyst else result
+
+
+def with_corrected_shares(con, c: Comparison) -> Comparison:
+    """`c` with each model's corrected shares and, per error type, the corrected B − A: a
+    difference the tests find counts only when its corrected interval leaves out 0."""
+    from .shares import difference
+    from .signatures import share_rows, shares
+
+    est = shares(con, c.analyst, [c.a, c.b], c.datasets or None, c.domains or None, split=c.split,
+                 thresholds=c.thresholds or None)
+    categories = c.categories
+    if est.corrected:
+        categories = []
+        for r in c.categories:
+            d = difference(est, (c.a,), (c.b,), r.category)
+            categories.append(r if d is None else replace(r, corrected_delta=d[0], corrected_low=d[1],
+                                                          corrected_high=d[2]))
+    return replace(c, categories=categories, shares=share_rows(est), shares_method=est.method)
 
 
 def _paired_labels(paired: pl.DataFrame, a: str, b: str) -> pl.DataFrame:
@@ -476,6 +517,19 @@ def verdict(c: Comparison) -> str:
     better = c.b if worse == c.a else c.a
     return (f"{head}: {worse} fails significantly more often than {better} "
             f"(McNemar exact p = {fmt.p_value(c.p)}).")
+
+
+def label_noise_line(result: Comparison) -> str:
+    """How the per-type tests treat the analyst's error, in one sentence (the page and the CLI)."""
+    if result.shares_method is None:
+        return ""
+    if any(c.corrected_delta is not None for c in result.categories):
+        reviews = int(result.shares["reviews_used"].max()) if result.shares is not None and result.shares.height else 0
+        return (f"Label noise: the analyst was measured on {fmt.plural(reviews, 'people' + chr(39) + 's label')}; "
+                "a difference counts only where the shares corrected for its measured misclassification also "
+                "differ (95% interval of the corrected B − A, over all failures under the filters, leaves out 0).")
+    return ("Label noise: the analyst's accuracy is not measured, so these tests take its labels as true; "
+            "review failures (`python -m taxonomy review-sample`) to correct for it.")
 
 
 def mix_lines(result: Comparison) -> list[str]:

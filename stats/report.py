@@ -16,6 +16,7 @@ from tqdm import tqdm
 from core.names import visible
 from store import FaultlineError
 from store import queries as q
+from taxonomy.calibration import analyst_caveat
 from taxonomy.catalog import NOT_ERROR_TYPES
 
 from . import fmt, svg
@@ -34,6 +35,7 @@ from .headline import (
     model_accuracy,
     unequal_questions,
 )
+from .shares import ESTIMAND, FEW, METHOD_CORRECTED, METHOD_SAMPLING
 from .signatures import signature
 
 _CSS = """
@@ -97,28 +99,36 @@ def build_report(con, models=None, datasets=None, domains=None, analyst=None,
         sig = signature(con, analyst, names, datasets, domains, thresholds=thresholds)
         errors, apart = sig.filter(pl.col("error_type")), sig.filter(~pl.col("error_type"))
         cats = sorted(set(errors["category"]))
-        cell = {(m, c): (n, s) for m, c, n, s in errors.select("model", "category", "count", "share").iter_rows()}
-        totals = dict(sig.select("model", "failures").unique().iter_rows())
+        cell = {(r["model"], r["category"]): r for r in errors.iter_rows(named=True)}
+        totals = {r["model"]: (r["failures"], r["labelled"]) for r in sig.iter_rows(named=True)}
         rows, styles = [], []
         for m in names:
-            rows.append([m, fmt.count(totals.get(m, 0))] + [
-                f"{fmt.pct(cell[(m, c)][1])} ({fmt.count(cell[(m, c)][0])})" if (m, c) in cell else "" for c in cats])
+            failures, labelled = totals.get(m, (0, 0))
+            rows.append([m, f"{fmt.count(labelled)} of {fmt.count(failures)}"] + [
+                _share_cell(cell[(m, c)]) if (m, c) in cell else "" for c in cats])
+            # the shade is the interval's low end: a share from a handful is never drawn as certain
             styles.append(["", ""] + [
-                f"background:rgba(214,39,40,{cell[(m, c)][1]:.2f})" if (m, c) in cell else "" for c in cats])
-        parts.append("<p class=note>Share of each model's failures with an error type (count). Other, "
-                     "Hard to Analyze and No Model Error are not error types: counted apart below, "
-                     "never part of a signature or a test.</p>")
+                f"background:rgba(214,39,40,{cell[(m, c)]['share_low']:.2f})"
+                if (m, c) in cell and not cell[(m, c)]["few"] else "" for c in cats])
+        method = METHOD_CORRECTED if bool(sig["corrected"].any()) else METHOD_SAMPLING
+        parts.append("<p class=note>" + _e(ESTIMAND[0].upper() + ESTIMAND[1:]) + ". Each cell: the share, its 95% "
+                     f"interval and the analyst's count; {_e(method)}. The shade is the interval's low end; a "
+                     f"model with fewer than {FEW} labelled failures is not shaded. Other, Hard to Analyze and "
+                     "No Model Error are not error types: listed apart below.</p>")
+        parts.append(f"<p class=note>{_e(analyst_caveat(con, analyst))}</p>")
         if cats:
-            parts.append(svg.heatmap(names, cats, {k: (s, n) for k, (n, s) in cell.items()},
+            parts.append(svg.heatmap(names, cats, {k: (0.0 if r["few"] else r["share"], r["count"])
+                                                   for k, r in cell.items()},
                                      "Failure signatures: model × error type"))
-            parts.append(_table(["model", "failures with an error type", *cats], rows, styles))
+            parts.append(_table(["model", "labelled of failures", *cats], rows, styles))
         else:
             parts.append("<p>No failure has an error type.</p>")
         if not apart.is_empty():
-            parts.append("<h3>Not error types</h3><p class=note>Share of each model's labelled failures (count).</p>")
-            parts.append(_table(["model", "label", "failures", "labelled failures", "share"], [
-                [m, c, fmt.count(n), fmt.count(t), fmt.pct(sh)] for m, c, n, t, sh in
-                apart.select("model", "category", "count", "labelled", "share").iter_rows()]))
+            parts.append("<h3>Not error types</h3><p class=note>Share of each model's failures, 95% interval "
+                         "(the analyst's count).</p>")
+            parts.append(_table(["model", "label", "share", "failures"], [
+                [r["model"], r["category"], _share_cell(r), fmt.count(r["failures"])]
+                for r in apart.iter_rows(named=True)]))
         if analyst == "offline":
             parts.append("<p class=note>Labels by the offline analyst: it reads only the failed "
                          "output's surface (cue words and a small classifier), so its categories are a "
@@ -224,6 +234,13 @@ def _marked(output: str, quote: str | None) -> str:
 def _cut(text: str | None, limit: int = EXCERPT_CHARS) -> str:
     text = text or ""
     return text if len(text) <= limit else text[:limit] + f" […{len(text) - limit:,} more characters]"
+
+
+def _share_cell(r: dict) -> str:
+    """'34.0% (12.0–57.0%; 12)', or for a model with a handful of labels its count alone."""
+    if r["few"]:
+        return f"{fmt.count(r['count'])} of {fmt.count(r['failures'])}"
+    return f"{fmt.pct(r['share'])} ({fmt.pct(r['share_low'])}–{fmt.pct(r['share_high'])}; {fmt.count(r['count'])})"
 
 
 def _examples(con, analyst: str, models, datasets, domains, thresholds: dict[str, float]) -> str:

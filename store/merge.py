@@ -7,7 +7,8 @@ How each table combines (`RULES`; every table of the schema must have one):
   (`run_id`). A run present in two stores is one run when it holds the same content (its row but
   for when it was ingested, its variant and superseded_by, its instances, predictions and steps);
   else the merge is refused, naming both stores.
-- analyses, classifications, verifications, reviews, llm_calls: records that only accumulate; a record already
+- analyses, classifications, verifications, reviews, llm_calls, review_samples, calibrations:
+  records that only accumulate; a record already
   present is not added again, so merging the same stores twice adds nothing. A record is present
   when every column is equal but its id (drawn from a sequence) and, for an analysis, a
   classification or a verification, when it was made: two shards that analysed one run (or
@@ -45,7 +46,7 @@ from .runs import refresh_groups
 RUN_TABLES = ("runs", "instances", "predictions", "transcript_steps")
 # each record table, and the columns that do not tell whether a record is already present
 RECORDS = {"analyses": ("created_at",), "classifications": ("created_at",), "verifications": ("created_at",),
-           "reviews": ("review_id",), "llm_calls": ("call_id",)}
+           "reviews": ("review_id",), "llm_calls": ("call_id",), "review_samples": (), "calibrations": ()}
 DERIVED = ("latest_outcomes", "latest_labels", "failure_labels", "schema_migrations")
 RULES = (*RUN_TABLES, *RECORDS, "taxonomies", "llm_cache", "llm_batches", *DERIVED)
 # what is not a run's content: when this copy was ingested, its variant and the rerun that counts

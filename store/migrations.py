@@ -564,6 +564,38 @@ MIGRATIONS: list[tuple[str, str | Callable[[duckdb.DuckDBPyConnection], Finish |
         ALTER TABLE reviews ALTER COLUMN analyst DROP NOT NULL;
         """,
     ),
+    (
+        "022_review_samples_and_calibrations",
+        # A review sample is a seeded random draw of failures to review, stratified by the
+        # analyst's label: each drawn failure keeps its stratum's size and draw count, so an
+        # estimate over all failures weighs a review by its stratum (size / drawn). A calibration
+        # is one measurement of an analyst against people's labels (taxonomy calibrate), kept with
+        # what it is valid for: the analyst, its taxonomy version and prompt, and the reviews it
+        # rests on — stale when any of them changes.
+        """
+        CREATE TABLE review_samples (
+            sample_id VARCHAR NOT NULL,
+            analyst VARCHAR NOT NULL,
+            seed BIGINT NOT NULL,
+            run_id VARCHAR NOT NULL,
+            instance_id VARCHAR NOT NULL,
+            train_trial_index INTEGER NOT NULL,
+            stratum VARCHAR NOT NULL,
+            stratum_size INTEGER NOT NULL,
+            stratum_drawn INTEGER NOT NULL,
+            created_at TIMESTAMP NOT NULL
+        );
+        CREATE TABLE calibrations (
+            analyst VARCHAR NOT NULL,
+            taxonomy_version VARCHAR,
+            prompt_version VARCHAR,
+            reviews_hash VARCHAR NOT NULL,
+            n_reviews INTEGER NOT NULL,
+            report JSON NOT NULL,
+            created_at TIMESTAMP NOT NULL
+        );
+        """,
+    ),
 ]
 
 

@@ -346,28 +346,14 @@ def category_names(con, analyst: str) -> list[str]:
     return [r[0] for r in rows]
 
 
-def signature_counts(con, analyst: str, models=None, datasets=None, domains=None,
-                     by: str | None = None, split: str = MAIN_SPLIT,
-                     thresholds: dict[str, float] | None = None) -> pl.DataFrame:
-    """Classified failures per model × category (× dataset or domain), with `questions`: how many
-    questions the model answered (in that slice)."""
+def questions_answered(con, models=None, datasets=None, domains=None, by: str | None = None,
+                       split: str = MAIN_SPLIT, thresholds: dict[str, float] | None = None) -> pl.DataFrame:
+    """How many questions each model answered (per dataset or domain with `by`): model, [by,] questions."""
     if by not in (None, "dataset", "domain"):
         raise ValueError(f"cannot group by {by!r}")
     cte, params = _latest_cte(models, datasets, domains, split=split, thresholds=thresholds)
     keys = "model" + (f", {by}" if by else "")
-    # a NULL domain is a slice too, hence IS NOT DISTINCT FROM rather than USING
-    on = "a.model = c.model" + (f" AND a.{by} IS NOT DISTINCT FROM c.{by}" if by else "")
-    return _frame(
-        con,
-        f"""{cte}, classified AS ({_CLASSIFIED}),
-        answered AS (SELECT {keys}, count(*) AS questions FROM latest GROUP BY ALL)
-        SELECT {", ".join("c." + k for k in keys.split(", "))}, c.category, count(*) AS count,
-               any_value(a.questions) AS questions
-        FROM classified c JOIN answered a ON {on}
-        GROUP BY ALL ORDER BY ALL
-        """,
-        [*params, analyst],
-    )
+    return _frame(con, f"{cte} SELECT {keys}, count(*) AS questions FROM latest GROUP BY ALL ORDER BY ALL", params)
 
 
 def category_counts(con, analyst: str, models=None, datasets=None, domains=None,

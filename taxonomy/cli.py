@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 from dataclasses import fields
+from pathlib import Path
 
 from core.names import json_visible, visible_output
 from core.numbers import NumberError, decimal_number, whole_number
@@ -14,6 +15,7 @@ from store import FaultlineError
 from .budget import DEFAULT_MAX_TOKENS
 from .classify import DEFAULT_BATCH_SIZE, OFFLINE
 from .context import DEFAULT_CONTEXT_TOKENS
+from .select import SAMPLE_SEED
 from .settings import LLMSettings
 
 # the analyst used when --analyst is omitted: the first provider with a key in the environment
@@ -141,10 +143,31 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--datasets", nargs="+", default=[], metavar="D", help="only these datasets")
     g.add_argument("--json", action="store_true", help="print the report as JSON")
 
-    lb = sub.add_parser("labels", help="load people's labels of agent failures (Who&When: agent, step, reason) as reviews")
-    lb.add_argument("paths", nargs="+", metavar="PATH", help="Who&When logs: a .json file or a folder of them, ingested first")
+    lb = sub.add_parser("labels", help="load people's labels of failures (a label table, or Who&When logs) as reviews")
+    lb.add_argument("paths", nargs="+", metavar="PATH",
+                    help="a label table (.csv or .jsonl: dataset, model, instance_id, category; optional "
+                         "train_trial_index, step, agent, reviewer, note), or Who&When logs (a .json file or a "
+                         "folder of them, ingested first)")
     lb.add_argument("--db", help="database file (default: $FAULTLINE_DB or data/faultline.duckdb)")
-    lb.add_argument("--reviewer", default="Who&When annotators", help="who made the labels (default: 'Who&When annotators')")
+    lb.add_argument("--reviewer", help="who made the labels (a table's reviewer column wins; default for "
+                                       "Who&When logs: 'Who&When annotators')")
+
+    rs = sub.add_parser("review-sample", help="draw failures for people to label: a seeded random sample "
+                                              "stratified by the analyst's label, stored with its weights")
+    rs.add_argument("--n", type=_positive_int, default=50, help="how many failures to draw (default 50)")
+    rs.add_argument("--analyst", help="whose labels to stratify by (default: the analyst with the most labels)")
+    rs.add_argument("--seed", type=int, default=SAMPLE_SEED, help=f"the draw's seed (default {SAMPLE_SEED})")
+    rs.add_argument("--models", nargs="+", default=[], metavar="M", help="only failures of these models")
+    rs.add_argument("--datasets", nargs="+", default=[], metavar="D", help="only failures on these datasets")
+    rs.add_argument("--out", metavar="FILE", help="write the sample as a label table (CSV) to fill in "
+                                                  "(default: print it as CSV)")
+    rs.add_argument("--db", help="database file (default: $FAULTLINE_DB or data/faultline.duckdb)")
+
+    cb = sub.add_parser("calibrate", help="measure an analyst against people's labels (precision, recall, κ, "
+                                          "confusion; on all and on a test half) and store the result")
+    cb.add_argument("--analyst", help="the analyst to measure (default: the analyst with the most labels)")
+    cb.add_argument("--db", help="database file (default: $FAULTLINE_DB or data/faultline.duckdb)")
+    cb.add_argument("--json", action="store_true", help="print the measurement as JSON")
 
     d = sub.add_parser("discover", help="cluster the error titles filed under Other into candidate new categories")
     d.add_argument("--db", help="database file (default: $FAULTLINE_DB or data/faultline.duckdb)")
@@ -160,6 +183,40 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--concurrency", type=_positive_int, default=4, help="requests in flight at once (default 4)")
     d.add_argument("--timeout", type=_seconds, default=120.0, help="seconds before a request is retried (default 120)")
     return ap
+
+
+def _review_sample(args) -> int:
+    import csv
+    import io
+
+    from .calibration import review_sample
+
+    analyst, sample = review_sample(args.db, args.analyst, args.n, args.seed, args.models, args.datasets)
+    columns = [c for c in sample.columns if c != "run_id"]
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(columns)
+    writer.writerows(sample.select(columns).iter_rows())
+    if args.out:
+        Path(args.out).write_text(buffer.getvalue(), encoding="utf-8")
+        where = args.out
+    else:
+        sys.stdout.write(buffer.getvalue())
+        where = "stdout"
+    strata = sample["analyst_category"].fill_null("(not analysed)").value_counts().height if sample.height else 0
+    print(f"{sample.height} failures of {analyst} drawn (seed {args.seed}) from {strata} of its labels, written to "
+          f"{where}; fill in the category column and load it with `python -m taxonomy labels FILE --reviewer NAME`",
+          file=sys.stderr)
+    return 0
+
+
+def _calibration_text(result) -> str:
+    lines = [result.line(), "", "label                              precision  recall  reviewed"]
+    for c, m in sorted(result.report["all"]["per_category"].items()):
+        p = "–" if m["precision"] is None else f"{m['precision']:.0%}"
+        r = "–" if m["recall"] is None else f"{m['recall']:.0%}"
+        lines.append(f"{c[:34]:<34} {p:>9} {r:>7} {m['reviewed_as_analyst']:>9}")
+    return "\n".join(lines)
 
 
 def _discover(args) -> int:
@@ -305,9 +362,22 @@ def _run(args) -> int:
         if args.command == "verify":
             return _verify(args, progress)
         if args.command == "labels":
-            from .labels import load_labels
+            from .labels import DEFAULT_REVIEWER, is_table, load_labels
 
-            print(load_labels(args.paths, args.db, args.reviewer).line())
+            tables = all(is_table(Path(p)) for p in args.paths)
+            reviewer = args.reviewer or ("" if tables else DEFAULT_REVIEWER)
+            print(load_labels(args.paths, args.db, reviewer).line())
+            return 0
+        if args.command == "review-sample":
+            return _review_sample(args)
+        if args.command == "calibrate":
+            import json
+
+            from .calibration import calibrate
+
+            result = calibrate(args.db, args.analyst)
+            print(json.dumps(result.as_json(), indent=2) if args.json else _calibration_text(result))
+            print(result.line(), file=sys.stderr)
             return 0
 
         from .analyze import analyze, classify_titles

@@ -21,10 +21,14 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from typing import Callable
 
 from .detectors import (
     FENCE,
+    answer_before_continuation,
+    answer_before_tokens,
+    answer_without_commentary,
     Evidence,
     Finding,
     Look,
@@ -57,8 +61,10 @@ from .detectors import (
     detect_wrong_function,
     detect_wrong_option,
     detect_wrong_script,
+    gives_no_answer_verdict,
     is_multiple_choice,
-    looked_past_template_tokens,
+    leftover_tokens,
+    offers_no_answer_verdict,
 )
 from .catalog import NO_ERROR
 from .detectors.base import input_of, output_of, shorten, words
@@ -70,7 +76,11 @@ from .detectors.base import input_of, output_of, shorten, words
 # Error only on provable equality (its reason names both strings), the answer's correctness
 # before surface symptoms, the task's shape (lists, labels, generation, grounding), the judge's
 # explanation as the summary, abstentions that say which detector looked and why
-VERSION = "offline-v4"
+# v5 (issue #32): correctness before surface everywhere — the answer before template tokens,
+# forbidden commentary or a few-shot continuation is judged first; an unanswerable verdict the task
+# offers, "× 100 = N%", reasoning the prompt asks for, Latin names and code in another script and
+# paraphrases are no longer errors of their own
+VERSION = "offline-v5"
 
 
 def detect_empty(rec: dict) -> Finding | None:
@@ -137,6 +147,8 @@ def detect_refusal(rec: dict) -> Finding | None:
     out = output_of(rec)
     if _prompt_is_unsafe(rec) or not _is_refusal(out):
         return None
+    if offers_no_answer_verdict(rec) and gives_no_answer_verdict(out):
+        return None  # "I cannot answer that from the context, so: cannot be determined" gives a verdict the task offers
     safe = _gold_label(rec) == "safe"
     return Finding(
         "refusal",
@@ -304,8 +316,6 @@ DETECTORS: list[Callable[[dict], Finding | Look | None]] = [
     detect_calculation,
     detect_list_answer,
     detect_wrong_option,
-    looked_past_template_tokens,
-    detect_template_tokens,
     detect_repetition,
     detect_token_limit,
     detect_bad_option,
@@ -314,7 +324,6 @@ DETECTORS: list[Callable[[dict], Finding | Look | None]] = [
     detect_wrong_function,
     detect_wrong_script,
     detect_mixed_script,
-    detect_extra_commentary,
     detect_constraint,
     detect_prompt_echo,
     detect_mid_sentence,
@@ -386,6 +395,7 @@ TITLE_CATEGORIES = {
     "Says the documents lack the answer, and they do": NO_ERROR,
     "Answers a prompt the benchmark marks safe": NO_ERROR,
     "Fails only a latency or cost limit": NO_ERROR,
+    "Gives the no-answer verdict the reference gives": NO_ERROR,
     "The documents given do not contain the answer": NO_ERROR,
 }
 
@@ -395,8 +405,9 @@ def is_specific(title: str) -> bool:
     return title not in TITLE_CATEGORIES
 
 
-def analyze(rec: dict) -> Finding:
-    looked: list[Look] = []
+def _run(rec: dict, looked: list[Look]) -> Finding:
+    """The first finding of the detectors, else Hard to Analyze naming every detector that looked."""
+    looked = list(looked)
     for detector in DETECTORS:
         found = detector(rec)
         if isinstance(found, Look):
@@ -404,6 +415,40 @@ def analyze(rec: dict) -> Finding:
         elif found is not None:
             return found
     return fallback(rec, looked)
+
+
+def _surface(rec: dict) -> tuple[str, str, Callable[[dict], Finding | None]] | None:
+    """(the answer the output gave beside a surface symptom, the symptom, the symptom's finding)
+    — for leftover chat-template tokens, commentary the instructions forbid, or a few-shot
+    continuation (the output opening the prompt's next item, which no detector names by itself)."""
+    tokens = leftover_tokens(rec)
+    if tokens:
+        return (answer_before_tokens(output_of(rec), tokens),
+                f"the chat-template tokens after it ({', '.join(dict.fromkeys(tokens))}) are", detect_template_tokens)
+    answer = answer_without_commentary(rec)
+    if answer is not None:
+        return answer, "the commentary beside it is", detect_extra_commentary
+    answer = answer_before_continuation(rec)
+    return (answer, "the few-shot continuation after it is", lambda _: None) if answer is not None else None
+
+
+def analyze(rec: dict) -> Finding:
+    """The answer's correctness before any surface symptom: where the output adds something to its
+    answer (template tokens, forbidden commentary, a few-shot continuation), that answer is judged
+    first. Right
+    (it matches the reference), the symptom is why it failed; wrong or unjudged, the error is
+    what the detectors find in that answer, or Hard to Analyze — never the symptom."""
+    surface = _surface(rec)
+    if surface is None:
+        return _run(rec, [])
+    answer, symptom, symptom_finding = surface
+    found = _run({**rec, "output_text": answer}, [Look("surface", f"{symptom} not why it failed unless the answer "
+                                                                   f"before it is right, and that answer is not shown right")])
+    if found.detector == "reference_match":
+        return symptom_finding(rec) or _run(rec, [])
+    if found.no_model_error or found.detector == "none":
+        return found
+    return replace(found, summary=f"{found.summary} The output carries on past this answer; {symptom} not why it failed.")
 
 
 def criteria(found: Finding, rec: dict) -> list[dict]:

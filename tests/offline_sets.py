@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from taxonomy import NO_ERROR, offline
+from taxonomy import HARD, NO_ERROR, offline
 from taxonomy.agreement import specific_figures
 from taxonomy.title_classifier import offline_classifier
 
@@ -71,6 +71,28 @@ def label(rec: dict) -> str:
     """The label the store gives the offline analysis of `rec` (store.analysis's label rule)."""
     found = offline.analyze(rec)
     return NO_ERROR if found.no_model_error else offline_classifier().predict([found.title])[0]
+
+
+def steps_of(ex: dict) -> list[dict]:
+    """A written transcript case's steps as the store holds them (built by the readers' Transcript)."""
+    from ingest.transcript import Transcript
+
+    t = Transcript()
+    for n, spec in enumerate(ex["steps"]):
+        spec = dict(spec)
+        t.add("q1", 0, spec.pop("kind"), where=f"{ex['id']} step {n}", **spec)
+    return [{k: v for k, v in row.items() if k not in ("instance_id", "train_trial_index")} for row in t.table().to_pylist()]
+
+
+def case_label(ex: dict) -> str:
+    """The offline analyst's label of a written case: a transcript's category from the transcript
+    detectors (Hard to Analyze when no rule is certain), a plain failure's as `label` gives it."""
+    if "steps" not in ex:
+        return label(record(ex))
+    from taxonomy.detectors.transcript import analyze as detect_steps
+
+    found = detect_steps(steps_of(ex), {**record(ex), "source_format": ex.get("source_format")})
+    return found.category if found else HARD
 
 
 def measure(pairs: list[tuple[str, str]]) -> dict:

@@ -186,8 +186,11 @@ def test_compare_page_in_chromium(server):
         settled(page)
         chart = page.locator("[data-testid='stVegaLiteChart']").first
         chart.wait_for(timeout=30_000)
-        box = chart.bounding_box()
-        page.mouse.click(box["x"] + box["width"] * 0.5, box["y"] + box["height"] * 0.3)
+        # a cell of the heatmap (Vega draws each as a path in the rect mark's group)
+        cell = chart.locator("g.mark-rect path").first
+        cell.wait_for(timeout=30_000)
+        box = cell.bounding_box()
+        page.mouse.click(box["x"] + box["width"] * 0.5, box["y"] + box["height"] * 0.5)
         link = page.locator("[data-testid='stPageLink'] a", has_text="failures →")
         link.wait_for(timeout=30_000)
         assert "instances?models=" in link.get_attribute("href")

@@ -30,11 +30,19 @@ JURY = ACC.with_columns(
     headline_ci_high=pl.Series([4.6, 3.3]), headline_interval=pl.lit("t"), headline_kind=pl.lit("mean score"), headline_of=pl.lit("mean aci_bench_accuracy"),
     headline_as_rate=pl.lit(False), scale_min=pl.lit(1.0), scale_max=pl.lit(5.0), analysis_threshold=pl.lit(3.8),
     analysis_rule=pl.lit("failures: score < 3.8 of 1–5 — ErrorMap's 0.7 of the range"), n_domains=pl.lit(1))
+# stats.signature rows since issue 32: each share with its 95% interval; m1 has too few labelled failures
+SIG_CI = SIG.with_columns(share_low=pl.Series([0.3, 0.05, 0.24, 0.24]), share_high=pl.Series([0.95, 0.7, 0.76, 0.76]),
+                          few=pl.Series([True, True, False, False]), people=pl.Series([0, 0, 2, 1]),
+                          labelled=pl.Series([4, 4, 10, 10]))
 SLICE = SIG.rename({"model": "domain"}).with_columns(pl.lit("m1").alias("model"))
 
 BUILDERS = {
     "heatmap": lambda: charts.signature_heatmap(SIG, "share"),
     "multiples": lambda: charts.signature_multiples(SIG),
+    "heatmap-intervals": lambda: charts.signature_heatmap(SIG_CI, "share"),
+    "multiples-intervals": lambda: charts.signature_multiples(SIG_CI),
+    "slice-intervals": lambda: charts.slice_heatmap(SIG_CI.rename({"model": "domain"}).with_columns(model=pl.lit("m1")),
+                                                    "domain", ["Calculation Error", "Refusal", "Verbosity"]),
     "delta": lambda: charts.delta_chart(DELTA, "m1", "m2"),
     "results": lambda: charts.headline(ACC, "mmlu"),
     "results-jury": lambda: charts.headline(JURY, "aci_bench"),
@@ -77,3 +85,22 @@ def test_delta_chart_colours_marks_by_the_finding_with_a_legend():
     assert colour["field"] == "finding" and colour["title"].startswith("Finding")
     assert colour["scale"]["domain"] == ["larger in B", "too few to tell"]
     assert colour["scale"]["range"] == [charts.FINDINGS["larger in B"], charts.FINDINGS["too few to tell"]]
+
+
+def test_a_share_is_shaded_by_its_intervals_lower_end_and_a_few_row_shows_its_count():
+    cells = charts._cell_label(SIG_CI, "share").to_dicts()
+    few, full = cells[0], cells[2]
+    assert (few["label"], few["short_label"], few["interval_label"], few["shade"]) == ("3 of 4", "3/4", "", 0.0)
+    assert (full["label"], full["interval_label"], full["shade"]) == ("50.0%", "24–76%", 0.24)
+    assert full["interval_text"] == "24–76%"  # fmt.interval: whole percents below 100 failures
+    svg = charts.svg_bytes(charts.signature_heatmap(SIG_CI, "share")).decode()
+    assert "3 of 4" in svg and "24–76%" in svg and charts.FEW_FILL in svg  # the few-row's rect is drawn, grey
+
+
+def test_small_multiples_draw_interval_rules_and_an_axis_under_every_panel():
+    spec = charts.signature_multiples(SIG_CI).to_dict()
+    marks = [layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"] for layer in spec["spec"]["layer"]]
+    assert marks == ["bar", "rule"]
+    rule = spec["spec"]["layer"][1]["encoding"]
+    assert (rule["x"]["field"], rule["x2"]["field"]) == ("share_low", "share_high")
+    assert spec["resolve"]["axis"]["x"] == "independent"

@@ -44,8 +44,8 @@ def test_the_walk_finds_every_subcommand():
     assert names == [
         "ingest", "ingest export", "ingest merge",
         "taxonomy", "taxonomy analyze", "taxonomy verify", "taxonomy classify", "taxonomy agreement",
-        "taxonomy labels", "taxonomy discover",
-        "stats", "stats accuracy", "stats compare", "stats report", "stats mcp",
+        "taxonomy labels", "taxonomy review-sample", "taxonomy calibrate", "taxonomy discover",
+        "stats", "stats accuracy", "stats signatures", "stats compare", "stats report", "stats mcp",
     ]
 
 

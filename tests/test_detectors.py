@@ -193,8 +193,11 @@ def test_the_development_set_is_labelled_across_task_types():
 def test_offline_agreement_with_people_on_the_development_set():
     figures = measure([(ex["label"], offline_label(devset_record(ex))) for ex in DEVSET])
     print(f"development set: {figures}")
-    assert (figures["n"], figures["agree"]) == (142, 105)
-    assert figures["kappa"] == pytest.approx(0.7149, abs=5e-5)
+    # issue #32: 105 before; if-03 and if-04 (a right free-text answer with template tokens, judged
+    # by an LLM) are now Hard to Analyze — the answer before the tokens cannot be shown right
+    # offline, so the tokens are not concluded to be why it failed (an abstention, not a wrong label)
+    assert (figures["n"], figures["agree"]) == (142, 103)
+    assert figures["kappa"] == pytest.approx(0.6997, abs=5e-5)
     assert figures["kappa"] >= 0.25
     # at least 30% of the not-a-model-error cases found, at most 5% of real errors called one
     assert (figures["nme_found"], figures["nme_total"]) == (31, 34)
@@ -232,7 +235,7 @@ def test_offline_agreement_with_people_on_real_fixture_failures(fixture_failures
     assert (figures["nme_found"], figures["nme_total"], figures["nme_false"], figures["errors_total"]) == (9, 14, 0, 33)
     both = measure(pairs + [(ex["label"], offline_label(devset_record(ex))) for ex in DEVSET])
     print(f"both sets: {both}")
-    assert both["kappa"] == pytest.approx(0.6490, abs=5e-5)
+    assert both["kappa"] == pytest.approx(0.6376, abs=5e-5)  # 0.6490 before issue #32 (if-03, if-04 above)
     assert (both["nme_found"], both["nme_total"], both["nme_false"], both["errors_total"]) == (40, 48, 0, 141)
 
 
@@ -377,11 +380,14 @@ def test_a_whole_multiple_choice_answer_is_never_cut_at_the_token_limit(extra):
     assert offline.analyze(rec).title != "Cut off at the output token limit"
 
 
-def test_template_tokens_are_reported_unless_the_prompt_shows_them():
-    rec = {"input_text": "Say hello.", "output_text": "Hello!<|im_end|>\n<|im_start|>user"}
+def test_template_tokens_are_reported_under_a_right_answer_unless_the_prompt_shows_them():
+    rec = {"input_text": "Say hello.", "output_text": "Hello!<|im_end|>\n<|im_start|>user",
+           "refs": [{"text": "Hello!", "correct": True}], "main_metric": "exact_match"}
     found = offline.analyze(rec)
     assert found.title == "Leaves chat-template tokens in the output"
     assert [e.quote for e in found.evidence] == ["<|im_end|>", "<|im_start|>"]
+    # no reference to show the answer before them right: the tokens are not concluded to be why it failed
+    assert offline.analyze({**rec, "refs": []}).title == "Bare answer without reasoning"
     shown = {"input_text": "End your answer with <|im_end|> as in: Hi<|im_end|>", "output_text": "Hello<|im_end|>"}
     assert detect_template_tokens(shown) is None
 

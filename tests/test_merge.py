@@ -16,6 +16,7 @@ from conftest import q, run_module
 from ingest import ingest_paths
 from llm_server import FakeLLMServer
 from store import MIGRATIONS, write_session
+from store.calibration import record_calibration, record_sample
 from store.merge import RULES, merge_stores
 from store.queries import record_review
 from store_tables import differing_tables, table_names, table_rows
@@ -38,6 +39,8 @@ WHEN = {
     "llm_calls": ("call_id", "created_at", "latency_ms"),
     "failure_labels": ("analysed_at",),
     "schema_migrations": ("applied_at",),
+    "review_samples": ("created_at",),
+    "calibrations": ("created_at",),
 }
 
 
@@ -73,6 +76,10 @@ def _store(db: Path, inputs: list[Path], srv: FakeLLMServer, review: bool) -> Pa
         run_id = _run_of(db, "m/a", "qa")  # whose q1 failed
         with write_session(db) as con:
             record_review(con, run_id, "q1", MODEL, "relabel", "Refusal", "Factual Error", "checked", "ana")
+            # a drawn review sample and a stored calibration: records a merge carries like reviews
+            record_sample(con, "s1", MODEL, 7, [{"run_id": run_id, "instance_id": "q1", "train_trial_index": 0,
+                                                 "stratum": "Refusal", "stratum_size": 3, "stratum_drawn": 1}])
+            record_calibration(con, MODEL, "erroratlas-v1", "stage1-v2", "0123456789abcdef", 1, {"all": {"n": 1}})
     return db
 
 
@@ -98,7 +105,7 @@ def test_a_merge_of_two_shards_equals_one_store_built_from_all_inputs(tmp_path, 
     assert counts == {
         "analyses": 40, "classifications": counts["classifications"], "failure_labels": 40, "instances": 30,
         "latest_labels": 40, "latest_outcomes": 30, "llm_batches": 0, "llm_cache": 40, "llm_calls": 40,
-        "predictions": 30, "reviews": 1, "runs": 5, "schema_migrations": len(MIGRATIONS), "taxonomies": 1,
+        "predictions": 30, "reviews": 1, "review_samples": 1, "calibrations": 1, "runs": 5, "schema_migrations": len(MIGRATIONS), "taxonomies": 1,
         "transcript_steps": 0, "verifications": 20,
     }
     assert counts["classifications"] > 0

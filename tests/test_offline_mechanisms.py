@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from taxonomy import HARD, NO_ERROR, offline
-from taxonomy.detectors import (Look, chosen_option, detect_hallucination, detect_mid_sentence, detect_wrong_script,
-                                match_reference, normalise)
+from taxonomy.detectors import (Look, chosen_option, detect_hallucination, detect_incomplete, detect_mid_sentence,
+                                detect_mixed_script, detect_wrong_script, false_steps, match_reference, normalise)
 from taxonomy.detectors.judge import critical_note
 from taxonomy.title_classifier import offline_classifier
 
@@ -260,3 +260,155 @@ def test_a_safety_classifiers_label_is_not_compliance(gold, output):
            "refs": [{"text": gold, "correct": True}], "output_text": output}
     found = offline.analyze(rec)
     assert found.no_model_error is None and found.title == "Bare answer without reasoning"
+
+
+# --- issue #32: the answer's correctness before any surface symptom ---------------------------
+
+MCQ = {"input_text": "Which organelle makes most of a cell's ATP?\nA. Mitochondrion\nB. Ribosome\nC. Golgi\nD. Lysosome",
+       "choices": {"A": "Mitochondrion", "B": "Ribosome", "C": "Golgi", "D": "Lysosome"},
+       "refs": [{"text": "Mitochondrion", "correct": True}], "main_metric": "exact_match"}
+
+
+def _with(base: dict, output: str, **more) -> dict:
+    return {**base, "output_text": output, **more}
+
+
+@pytest.mark.parametrize("output", ["B<|end|>", "B<|end|><|assistant|>The answer is A.<|end|>"])
+def test_a_wrong_option_before_template_tokens_is_not_a_formatting_error(output):
+    # what the template runs on into after the end token ("The answer is A.") is not the answer
+    found = offline.analyze(_with(MCQ, output))
+    assert label(_with(MCQ, output)) == "Hard to Analyze"
+    assert "are not why it failed" in found.summary
+
+
+def test_the_right_option_before_template_tokens_is_a_formatting_error():
+    assert offline.analyze(_with(MCQ, "A<|end|><|assistant|>")).title == "Leaves chat-template tokens in the output"
+
+
+NUMBER = {"input_text": "Question: 6 trays of 8 rolls. How many rolls?\nAnswer:", "refs": [{"text": "48", "correct": True}],
+          "main_metric": "exact_match"}
+LABEL = {"instructions": "Answer Yes or No.", "input_text": "Does the clause restrict disclosure?\nAnswer:",
+         "refs": [{"text": "Yes", "correct": True}], "main_metric": "exact_match"}
+
+
+@pytest.mark.parametrize("rec, expected", [
+    (_with(NUMBER, "42<|end|>"), "Hard to Analyze"),                                 # a wrong number, no working
+    (_with(NUMBER, "6 × 8 = 46 rolls.\nThe answer is 46<|end|>"), "Calculation Error"),  # the slip under the tokens
+    (_with(NUMBER, "6 × 8 = 48 rolls.\nThe answer is 48<|end|>"), "Formatting Error"),    # right: the tokens failed it
+    (_with(LABEL, "No<|end|><|endoftext|>"), "Hard to Analyze"),                      # a wrong label
+    (_with(LABEL, "Yes<|end|><|endoftext|>"), "Formatting Error"),
+    # an unjudged free-text answer: the tokens are not concluded to be why it failed
+    ({"input_text": "Give one tip for sleep.", "output_text": "Keep a regular bedtime.<|eot_id|>"}, "Hard to Analyze"),
+])
+def test_template_tokens_are_the_error_only_under_a_right_answer(rec, expected):
+    assert label(rec) == expected
+
+
+def test_commentary_the_instructions_forbid_is_the_error_only_beside_a_right_answer():
+    rec = {"instructions": "Respond with only the label: entailment, neutral or contradiction.",
+           "input_text": "Premise: A woman sprints.\nHypothesis: The woman sleeps.\nLabel:",
+           "refs": [{"text": "contradiction", "correct": True}], "main_metric": "exact_match"}
+    assert label(_with(rec, "neutral\nNote: the premise says nothing about sleep.")) == "Hard to Analyze"
+    assert label(_with(rec, "contradiction\nNote: sprinting is not sleeping.")) == "Constraint Violation"
+
+
+def test_a_wrong_answer_before_a_few_shot_continuation_is_judged_on_its_answer():
+    rec = {"input_text": "Question: 3 + 5 balloons?\nAnswer: 8\n\nQuestion: 12 books and 7 more?\nAnswer:",
+           "refs": [{"text": "19", "correct": True}], "main_metric": "exact_match",
+           "output_text": "17\n\nQuestion: 9 marbles minus 4?\nAnswer: 5"}
+    found = offline.analyze(rec)
+    assert found.title == "Bare answer without reasoning" and "few-shot continuation" in found.summary
+
+
+# --- an "unanswerable" verdict the task offers is an answer, not a refusal ---------------------
+
+PASSAGE = ("Passage: The bridge was approved in 1919 after years of debate. Construction started two years later, and "
+           "it opened to traffic in 1923, when the mayor drove the first car across it. It was widened in 1958 to carry "
+           "a tram line and repainted in 1990.\nQuestion: When did the bridge open to traffic?\nAnswer:")
+
+
+@pytest.mark.parametrize("instructions, expected", [
+    ("Answer from the passage. If it does not contain the answer, reply 'unanswerable'.", "Hard to Analyze"),
+    (None, "Refusal"),  # no such verdict offered: a false "the passage does not say" declines to answer
+])
+def test_a_verdict_the_task_offers_is_not_a_refusal(instructions, expected):
+    rec = {"instructions": instructions, "input_text": PASSAGE, "refs": [{"text": "1923", "correct": True}],
+           "output_text": "The passage does not mention when the bridge opened, so it cannot be answered.",
+           "main_metric": "exact_match"}
+    assert label(rec) == expected
+
+
+def test_an_undetermined_option_chosen_is_not_a_refusal():
+    rec = {"input_text": "The grandson forgot his password.\nWho forgot it?\nA. The grandfather\nB. The grandson\n"
+                         "C. Cannot be determined", "choices": {"A": "The grandfather", "B": "The grandson",
+                                                                "C": "Cannot be determined"},
+           "refs": [{"text": "The grandson", "correct": True}],
+           "output_text": "I cannot answer that from the information given, so C. Cannot be determined"}
+    assert offline.analyze(rec).title == "Chooses a distractor option"
+
+
+def test_the_reference_verdict_in_other_words_is_no_model_error():
+    rec = {"instructions": "If the passage does not contain the answer, reply 'unanswerable'.",
+           "input_text": PASSAGE.replace("When did the bridge open to traffic?", "Who was the mayor?"),
+           "refs": [{"text": "unanswerable", "correct": True}], "main_metric": "exact_match",
+           "output_text": "The question cannot be answered from the passage."}
+    assert label(rec) == NO_ERROR
+
+
+# --- a percent is hundredths, or the number of percent "× 100" gives ------------------------------
+
+@pytest.mark.parametrize("claim, false", [
+    ("0.45 × 100 = 45%", False), ("9/20 x 100 = 45%", False), ("9/20 = 45%", False), ("0.45 × 100 = 4.5%", True),
+])
+def test_times_100_equals_a_percent_is_not_a_false_step(claim, false):
+    assert bool(false_steps(claim)) == false
+
+
+@pytest.mark.parametrize("output, ref", [("3/12 = 0.25 = 25%. The answer is 25%.", "0.25"),
+                                         ("The answer is 0.25.", "25%")])
+def test_a_percent_equal_to_the_reference_fraction_is_no_model_error(output, ref):
+    rec = {"input_text": "Question: What is the probability of red?\nAnswer:", "refs": [{"text": ref, "correct": True}],
+           "output_text": output, "main_metric": "exact_match"}
+    assert label(rec) == NO_ERROR
+
+
+# --- reasoning the prompt asked for is not Verbosity ----------------------------------------------
+
+LONG = " ".join(f"Point {word}: the hammer weighs {n} times more than the feather, so gravity pulls it {word} harder."
+                for n, word in enumerate("first second third fourth fifth sixth seventh eighth ninth tenth".split(), 2))
+
+
+@pytest.mark.parametrize("instructions, expected", [("Think step by step, then answer.", "Hard to Analyze"),
+                                                    ("Explain your reasoning.", "Hard to Analyze"), (None, "Verbosity")])
+def test_chain_of_thought_the_prompt_asks_for_is_not_verbosity(instructions, expected):
+    rec = {"instructions": instructions, "input_text": "Question: In a vacuum, which lands first?\nAnswer:",
+           "refs": [{"text": "They land together: in a vacuum every object falls with the same acceleration.",
+                     "correct": True}], "output_text": LONG, "main_metric": "rouge_l"}
+    assert label(rec) == expected
+
+
+# --- names, code and formulas in Latin script inside a Russian answer ------------------------------
+
+@pytest.mark.parametrize("output, flagged", [
+    ("Компания Microsoft выпустила Windows 95 в 1996 году.", False),            # names
+    ("Вызовите метод my_list.size(), он вернёт длину.", False),                 # code
+    ("Так как sin(x)^2 + cos(x)^2 = 1, ответ один.", False),                    # a formula
+    ("Сначала перезагрузите router, затем откройте settings.", True),           # plain words left in English
+    ("«Тайную вечерю» написал Leonardo da Vinci.", True),                       # the reference's own name untransliterated
+])
+def test_latin_names_code_and_formulas_are_not_a_language_issue(output, flagged):
+    rec = {"instructions": "Ответьте на русском языке.", "input_text": "Вопрос: кто и когда?",
+           "refs": [{"text": "Леонардо да Винчи", "correct": True}], "output_text": output}
+    assert (detect_mixed_script(rec) is not None) == flagged
+
+
+# --- a paraphrase of the reference is not "omits parts" --------------------------------------------
+
+def test_a_paraphrase_as_long_as_the_reference_is_not_incomplete():
+    ref = ("The company reported much higher profits this quarter. Sales in Asia grew strongly. The CEO plans to open "
+           "three new stores next year.")
+    rec = {"input_text": "Summarise the article.", "refs": [{"text": ref, "correct": True}], "main_metric": "rouge_l",
+           "output_text": "Earnings climbed steeply. Booming Asian demand drove the gain. The chief executive intends "
+                          "to launch three additional shops in the coming year."}
+    assert detect_incomplete(rec) is None
+    assert detect_incomplete({**rec, "output_text": "The company reported higher profits."}) is not None

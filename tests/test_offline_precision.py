@@ -47,9 +47,13 @@ def test_the_shapes_the_issue_names_are_in_both_halves():
 # The held-out half was first measured once the rules were final (22 of 31 specific labels right,
 # 29 abstained, 8 of 13 No Model Errors found); that measurement showed options listed in a BBH
 # prompt were lost when an "A: Let's think step by step." line followed them — fixed, giving:
+# Issue #32 (correctness before surface): the held-out half moved from (60, 27, 33, 25, 27, 11, 13, 0)
+# — 25 of 33 specific labels right, 27 abstained — to 24 of 29 right, 31 abstained: four specific
+# labels became Hard to Analyze, three of them wrong before (precision 76% → 83%). Its cases were
+# not read: the figures are from the rules written on the development halves.
 EXPECTED = {
     "dev": (64, 36, 37, 36, 27, 10, 11, 0),
-    "held-out": (60, 27, 33, 25, 27, 11, 13, 0),
+    "held-out": (60, 26, 29, 24, 31, 11, 13, 0),
 }
 
 
@@ -63,6 +67,35 @@ def test_precision_of_specific_labels_on_each_half(half):
     # the goal of issue #24: at least 60% of the specific labels right on data the rules were not
     # written against, and no real error called the scoring's
     assert figures["specific_precision"] >= 0.6 and figures["nme_false"] == 0
+
+
+SURFACE = sets.load("offline_devset_surface.yaml")
+# Issue #32, offline_devset_surface.yaml (written cases of the mechanisms measured wrong on unseen
+# human labels; the same hash split). Before the change (offline-v4 as issue #24 left it):
+#   dev (41, 12, 29, 9, 12, 0, 7, 1) — 9 of 29 specific labels right, 12 abstained;
+#   held-out (30, 13, 23, 8, 7, 0, 2, 0) — 8 of 23 right, 7 abstained.
+# After, rules written on the dev half; the held-out half measured once the rules were final:
+EXPECTED_SURFACE = {
+    "dev": (41, 21, 14, 13, 27, 2, 7, 0),
+    "held-out": (30, 16, 9, 8, 21, 0, 2, 0),
+}
+
+
+def test_every_surface_mechanism_is_in_both_halves():
+    assert "int(sha256(" in (sets.DATA / "offline_devset_surface.yaml").read_text(encoding="utf-8")
+    assert len({ex["id"] for ex in SURFACE}) == len(SURFACE) == 71
+    halves = {h: {ex["task"] for ex in SURFACE if sets.split(ex) == h} for h in HALVES}
+    assert halves["dev"] == halves["held-out"] and len(halves["dev"]) == 9
+
+
+@pytest.mark.parametrize("half", HALVES)
+def test_precision_on_the_surface_mechanisms(half):
+    figures = sets.measure([(ex["label"], sets.case_label(ex)) for ex in SURFACE if sets.split(ex) == half])
+    print(f"surface, {half}: {figures}")
+    got = tuple(figures[k] for k in ("n", "agree", "specific", "specific_right", "abstained", "nme_found", "nme_total",
+                                     "nme_false"))
+    assert got == EXPECTED_SURFACE[half]
+    assert figures["nme_false"] == 0
 
 
 @pytest.fixture(scope="module")

@@ -221,21 +221,28 @@ def test_compare_page_domain_filter(labelled_mmlu):
 
 
 def test_signatures_page(labelled_mmlu):
+    from stats.fmt import interval
+
     at = run_page("pages/signatures.py")
     sig = frame_with(at, "per_100", "failures")
-    apart = frame_with(at, "labelled", "share")
+    apart = next(d.value for d in at.dataframe if "share_ci" in d.value.columns and "per_100" not in d.value.columns)
     em = main_em(labelled_mmlu)
     # error types in the signature, Hard to Analyze apart; together every failure HELM counts
     assert "Hard to Analyze" not in set(sig["category"]) and set(apart["category"]) == {"Hard to Analyze"}
     failures = (sig.groupby("model")["count"].sum() + apart.groupby("model")["count"].sum()).to_dict()
-    assert failures == per_model(em, False)
-    # an error type's share is of the model's failures with an error type (as stats/fmt.py prints it)
-    typed = sig.groupby("model")["count"].sum()
-    assert list(sig["share"]) == [pct(v) for v in sig["count"] / sig["model"].map(typed)]
-    assert list(apart["share"]) == [pct(v) for v in apart["count"] / apart["model"].map(per_model(em, False))]
+    fails = per_model(em, False)
+    assert failures == fails
+    # a share is of EVERY failure of the model (issue 32: Hard to Analyze in the denominator too),
+    # as stats/fmt.py prints it; with no review it is the analyst's count, its interval Wilson's
+    for table in (sig, apart):
+        assert (table["failures"] == table["model"].map(fails)).all()
+        assert list(table["share"]) == [pct(v) for v in table["count"] / table["model"].map(fails)]
+        cis = [binomtest(int(k), fails[m]).proportion_ci(method="wilson") for m, k in zip(table["model"], table["count"])]
+        assert list(table["share_ci"]) == [interval(ci.low, ci.high, fails[m]) for ci, m in zip(cis, table["model"])]
     assert (sig["per_100"] == 100 * sig["count"] / sig["model"].map(per_model(em))).all()
     assert len(charts(at)) == 2
     assert any("offline analyst" in c.value for c in at.caption)
+    assert any(c.value.startswith(":material/fact_check: Analyst accuracy not measured") for c in at.caption)
     # the cell picker links to the filtered instances page
     at.selectbox(key="cell_model").select(A)
     at.selectbox(key="cell_category").select("Factual Error")
@@ -420,10 +427,15 @@ def test_every_page_on_offline_analysis(offline_mmlu):
 
 def test_menu_links_carry_shared_filters(labelled_mmlu):
     at = run_page("pages/slices.py", models=[A], domains=["anatomy"])
+    menu = {"Overview", "Signatures", "Compare", "Slices", "Instances", "Taxonomy", "Data"}
     links = {l.proto.label: l.proto for l in at.get("page_link")}
-    assert set(links) == {"Overview", "Signatures", "Compare", "Slices", "Instances", "Taxonomy", "Data"}
-    for link in links.values():
-        assert link.query_string == "models=groq%2Fllama3-8b-8192&domains=anatomy"
+    assert menu <= set(links)
+    for label in menu:
+        assert links[label].query_string == "models=groq%2Fllama3-8b-8192&domains=anatomy"
+    # in the page: the way to measure the analyst (no review yet), with the same filters
+    measure = [link for label, link in links.items() if label not in menu]
+    assert [link.label for link in measure] == ["Measure the analyst: draw failures to review on the Taxonomy page →"]
+    assert measure[0].query_string == "models=groq%2Fllama3-8b-8192&domains=anatomy&analyst=offline"
     data = run_page("pages/data.py", domains=["anatomy"]).dataframe[0].value
     assert len(data) == 5 and set(data["domain"]) == {"anatomy"}
 

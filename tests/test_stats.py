@@ -176,7 +176,11 @@ def test_cli_json_and_summary(tmp_db, capsys):
     data = json.loads(out)
     assert set(data["mcnemar"]) == {"a_only_fail", "b_only_fail", "p"}
     assert set(data["categories"][0]) == {"category", "a_count", "b_count", "a_share", "b_share",
-                                          "p_fisher", "q_bh", "p_paired", "p_errormap"}
+                                          "p_fisher", "q_bh", "p_paired", "p_errormap", "corrected_delta",
+                                          "corrected_low", "corrected_high", "finding"}
+    # no people's label measured the analyst: nothing is corrected, and the JSON says so
+    assert {c["corrected_delta"] for c in data["categories"]} == {None}
+    assert data["shares_method"] == "sampling error only: analyst accuracy not measured"
     _assert_matches(data, _expected(tmp_db, "A", "B"))
     assert err.strip().splitlines()[-1].startswith("compared A vs B: 40 pairs")
 

@@ -75,6 +75,20 @@ def test_a_tool_error_taken_up_is_not_called_ignored(after):
     assert found(steps) is None
 
 
+@pytest.mark.parametrize("route, ignored", [
+    # the same file read by another tool: the agent worked around the error
+    ([call("python", {"code": "print(open('/challenge/flag.txt').read())"}, "c2"), result("python", "cGljbw==", "c2")], False),
+    # another tool about something else, then carrying on as if the call had worked: still ignored
+    ([call("think", {"thought": "wish them luck"}, "c2"), result("think", "", "c2")], True),
+])
+def test_an_agent_that_gets_what_it_sought_by_another_tool_recovered(route, ignored):
+    steps = steps_of(TASK, call("bash", {"cmd": "cat /challenge/flag.txt"}, "c1"),
+                     result("bash", "Permission denied", "c1", error="Permission denied"), *route,
+                     say("The flag is picoCTF{wrong}."))
+    f = found(steps)
+    assert (f is not None and f.category == "Tool Error Ignored") == ignored
+
+
 @pytest.mark.parametrize("reply, ignored", [
     # tau-bench: the agent tells the user what the error said, in its own words
     ("It seems there aren't enough seats available in economy class for flight HAT290 on 2024-05-20.", False),

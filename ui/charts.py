@@ -43,16 +43,20 @@ _GREYS = dict(zip(NOT_ERROR_TYPES, ["#8c8c8c", "#b5b5b5", "#d9d9d9", "#a3a3a3"])
 CATEGORY_COLOURS = {**dict(zip(_ERRORATLAS, _TABLEAU)), **_GREYS}
 
 # the compare page's findings: the chart's marks and the table's column say the same thing
-FINDINGS = {"larger in B": "#d62728", "larger in A": "#1f77b4", "not significant": "#8c8c8c",
-            "too few to tell": "#c7c7c7"}
+FINDINGS = {"larger in B": "#d62728", "larger in A": "#1f77b4", "within the analyst's error": "#e5c07b",
+            "not significant": "#8c8c8c", "too few to tell": "#c7c7c7"}
 
-# legend formats: round ticks (0%, 20%, …); cells and tooltips carry the one-decimal figures
+# legend formats: round ticks (0%, 20%, …); cells and tooltips carry the one-decimal figures.
+# The share's shade is the LOWER end of its 95% interval: a share resting on few failures, or on
+# an analyst people found often wrong, is wide and stays pale; a dark cell is a large share the
+# data support (stats/shares.py).
 MEASURES = {
-    "share": ("share of the model's failures with an error type", ".0%"),
+    "share": ("share of the model's failures: the lower end of its 95% interval", ".0%"),
     "count": ("failures in the category", ",d"),
     "per_100": ("failures per 100 questions answered", ".1f"),
 }
-
+# a cell of a row with fewer than FEW labelled failures (stats/shares.py): no shade, its count as text
+FEW_FILL = "#ececec"
 
 def category_colour(category: str) -> str:
     if category in CATEGORY_COLOURS:
@@ -122,6 +126,7 @@ def show(chart: alt.TopLevelMixin, name: str, key: str | None = None, **kwargs):
 
 # px a heatmap cell needs for its number at 13 px: "100.0%" whole, "100%" rounded
 FULL_LABEL_PX, SHORT_LABEL_PX = 50, 36
+SHARE_ROW = 44  # px per heatmap row when a cell holds the share and its interval below it
 
 
 def _short(v: float | None, value: str) -> str:
@@ -136,17 +141,70 @@ def _short(v: float | None, value: str) -> str:
     return fmt.count(v)
 
 
+def _whole_interval(low: float | None, high: float | None) -> str:
+    """A share's 95% interval in whole percents, short enough for a cell: "20–48%"."""
+    if low is None or high is None:
+        return ""
+    lo, hi = round(low * 100), round(high * 100)
+    return f"{'<1' if lo == 0 and low > 0 else lo}–{hi}%"
+
+
 def _cell_label(df: pl.DataFrame, value: str) -> pl.DataFrame:
     """The text drawn in each cell, in the legend's unit, by stats/fmt.py (as every table prints
-    the same number); a non-zero share never reads "0%"."""
+    the same number); a non-zero share never reads "0%". Rows of a signature with intervals
+    (`share_low`, `share_high`, `few`, `labelled`) also get: the interval under the share
+    (`interval_label`, whole percents; `interval_text` for the tooltip as tables print it), the
+    shade (`shade`: the interval's lower end for a share, else the value) and, for a row with few
+    labelled failures, its count instead of a share ("1 of 3")."""
     texts = {"share": fmt.pct, "per_100": lambda v: "<0.1" if v < 0.05 else f"{v:.1f}",
              "count": fmt.count}[value]
-    top = df[value].max() or 1
+    n = df.height
+    few = df["few"].to_list() if "few" in df.columns else [False] * n
+    counts = df["count"].to_list() if "count" in df.columns else [None] * n
+    labelled = df["labelled"].to_list() if "labelled" in df.columns else [None] * n
+    has_interval = {"share_low", "share_high"} <= set(df.columns)
+    lows = df["share_low"].to_list() if has_interval else [None] * n
+    highs = df["share_high"].to_list() if has_interval else [None] * n
+    failures = df["failures"].to_list() if "failures" in df.columns else [0] * n
+    values = df[value].to_list()
+    share_mode = value == "share"
+    few_text = [share_mode and bool(f) for f in few]
+    labels = [f"{fmt.count(c)} of {fmt.count(m)}" if f else texts(v)
+              for f, c, m, v in zip(few_text, counts, labelled, values)]
+    shorts = [f"{fmt.count(c)}/{fmt.count(m)}" if f else _short(v, value)
+              for f, c, m, v in zip(few_text, counts, labelled, values)]
+    shade = lows if share_mode and has_interval else values
+    # a few-row's cell is painted grey by the chart's condition; its shade is 0, not missing (Vega-Lite
+    # drops a rect whose colour field is null, condition or not)
+    shade = [0.0 if f else s for f, s in zip(few_text, shade)]
+    top = max((s for s in shade if s is not None), default=0) or 1
     return df.with_columns(
-        label=pl.Series([texts(v) for v in df[value].to_list()], dtype=pl.String),
-        short_label=pl.Series([_short(v, value) for v in df[value].to_list()], dtype=pl.String),
+        label=pl.Series(labels, dtype=pl.String),
+        short_label=pl.Series(shorts, dtype=pl.String),
         share_text=pl.Series([fmt.pct(v) for v in df["share"].to_list()], dtype=pl.String),
-        dark=pl.col(value) / top > DARK)
+        interval_label=pl.Series(["" if f or not share_mode else _whole_interval(lo, hi)
+                                  for f, lo, hi in zip(few_text, lows, highs)], dtype=pl.String),
+        interval_text=pl.Series([fmt.interval(lo, hi, k or 0) if has_interval else "–"
+                                 for lo, hi, k in zip(lows, highs, failures)], dtype=pl.String),
+        shade=pl.Series(shade, dtype=pl.Float64),
+        few_cell=pl.Series(few_text, dtype=pl.Boolean),
+        dark=pl.Series([not f and s is not None and s / top > DARK for f, s in zip(few_text, shade)],
+                       dtype=pl.Boolean))
+
+
+def _tooltip(data: pl.DataFrame, first: list) -> list:
+    """The tooltip of a share's cell or bar: the share, its interval, what it rests on."""
+    tips = [*first, alt.Tooltip("share_text:N", title="share")]
+    if "interval_text" in data.columns:
+        tips.append(alt.Tooltip("interval_text:N", title="95% interval"))
+    tips.append(alt.Tooltip("count:Q", title="failures in category (analyst)", format=",d"))
+    if "people" in data.columns:
+        tips.append(alt.Tooltip("people:Q", title="people's labels of it", format=",d"))
+    if "failures" in data.columns:
+        tips.append(alt.Tooltip("failures:Q", title="the model's failures (denominator)", format=",d"))
+    if "labelled" in data.columns:
+        tips.append(alt.Tooltip("labelled:Q", title="failures the analyst labelled", format=",d"))
+    return tips
 
 
 def headline(df: pl.DataFrame, dataset: str) -> alt.Chart:
@@ -194,39 +252,50 @@ def headline(df: pl.DataFrame, dataset: str) -> alt.Chart:
 
 
 def signature_heatmap(sig: pl.DataFrame, value: str) -> alt.Chart:
-    """Model × category; click a cell to select it (selection name `cell`). Cell text stays
-    readable in every state: white only on a dark cell that is not faded by a selection."""
-    title, fmt = MEASURES[value]
+    """Model × category; click a cell to select it (selection name `cell`). A share is shaded by
+    the lower end of its 95% interval and written with the interval under it where the cell has
+    room; a row with few labelled failures (`few`) has no shade and shows its count ("1 of 3").
+    Cell text stays readable in every state: white only on a dark cell not faded by a selection."""
+    title, legend_format = MEASURES[value]
     pick = alt.selection_point(name=CELL, fields=["model", "category"], on="click")
     row = "model_label" if "model_label" in sig.columns else "model"
-    base = alt.Chart(_cell_label(sig, value)).encode(
+    data = _cell_label(sig, value)
+    intervals = value == "share" and "share_low" in sig.columns
+    base = alt.Chart(data).encode(
         x=alt.X("category:N", title=None, axis=TOP_LABELS),
-        y=alt.Y(f"{row}:N", title=None, axis=alt.Axis(labelLimit=360)),
+        # a row's label on two lines: the model, then how many of its failures carry a label
+        y=alt.Y(f"{row}:N", title=None, axis=alt.Axis(labelLimit=360, labelExpr="split(datum.label, '\\n')",
+                                                       labelOffset=-7 if row == "model_label" else 0)),
     )
+    shade = alt.Color("shade:Q", scale=alt.Scale(scheme="reds", domainMin=0), title=title,
+                      legend=alt.Legend(format=legend_format, orient="bottom", titleLimit=500, gradientLength=260))
     rect = base.mark_rect(stroke="white", strokeWidth=1).encode(
-        color=alt.Color(f"{value}:Q", scale=alt.Scale(scheme="reds", domainMin=0), title=title,
-                        legend=alt.Legend(format=fmt, orient="bottom", titleLimit=500, gradientLength=260)),
+        color=alt.condition("datum.few_cell", alt.value(FEW_FILL), shade) if intervals else shade,
         opacity=alt.condition(pick, alt.value(1.0), alt.value(0.35)),
-        tooltip=["model", "category", alt.Tooltip("count:Q", title="failures in category", format=",d"),
-                 alt.Tooltip("failures:Q", title="failures with an error type", format=",d"),
-                 alt.Tooltip("share_text:N", title="share"), alt.Tooltip("per_100:Q", format=".1f")],
+        tooltip=_tooltip(data, ["model", "category"]) + [alt.Tooltip("per_100:Q", format=".1f")],
     ).add_params(pick)
     # a cell narrower than its number shows the number rounded, and one narrower still shows none
     # (the shade, the legend and the tooltip still say it): numbers never run into each other
     colour = alt.when(pick, alt.datum.dark).then(alt.value("white")).otherwise(alt.value(INK))
     wide = f"bandwidth('x') >= {FULL_LABEL_PX}"
     narrow = f"bandwidth('x') >= {SHORT_LABEL_PX} && bandwidth('x') < {FULL_LABEL_PX}"
-    text = base.mark_text(fontSize=FONT_SIZE).encode(
+    dy = -8 if intervals else 0
+    text = base.mark_text(fontSize=FONT_SIZE, dy=dy).encode(
         text=alt.condition(wide, alt.Text("label:N"), alt.value("")), color=colour)
-    short = base.mark_text(fontSize=FONT_SIZE).encode(
+    short = base.mark_text(fontSize=FONT_SIZE, dy=dy).encode(
         text=alt.condition(narrow, alt.Text("short_label:N"), alt.value("")), color=colour)
-    return (rect + text + short).properties(height=alt.Step(ROW))
+    layers = [rect, text, short]
+    if intervals:
+        layers.append(base.mark_text(fontSize=FONT_SIZE - 1, dy=9).encode(
+            text=alt.condition(wide, alt.Text("interval_label:N"), alt.value("")), color=colour))
+    return alt.layer(*layers).properties(height=alt.Step(SHARE_ROW if intervals else ROW))
 
 
 # The small multiples fit the main column of a 1280 px window (~820 px, MAIN_PX less slack): the
 # category names (Vega-Lite draws them on each row's first panel only), then as many panels as
 # fit, each at least as wide as its model's name (at ~7 px a character of 13 px text) so the
-# names above them never run into each other or off the chart.
+# names above them never run into each other or off the chart. Every panel has its own x axis,
+# so a panel read alone (one a row, when names are long) still has its scale under it.
 MAIN_PX, MULTIPLE_LABELS, MULTIPLE_MIN, PANEL_GAP, CHAR_PX = 790, 220, 150, 20, 7
 
 
@@ -239,17 +308,24 @@ def multiples_layout(models) -> tuple[int, int]:
 
 
 def signature_multiples(sig: pl.DataFrame) -> alt.Chart:
-    """One small bar chart per model: share of its failures per category, coloured by category."""
-    data = sig.with_columns(share_text=pl.Series([fmt.pct(v) for v in sig["share"].to_list()], dtype=pl.String))
+    """One small bar chart per model: the share of its failures per category, coloured by
+    category, with its 95% interval as a rule; a bar of a row with few labelled failures pale."""
+    data = _cell_label(sig, "share")
     width, per_row = multiples_layout(sig["model"].unique().to_list())
-    return alt.Chart(data).mark_bar().encode(
-        x=alt.X("share:Q", axis=alt.Axis(format="%"), title="share of the model's failures"),
-        y=alt.Y("category:N", title=None, axis=alt.Axis(labelLimit=MULTIPLE_LABELS)),
-        color=alt.Color("category:N", scale=category_scale(sig["category"]), legend=None),
-        tooltip=["model", "category", alt.Tooltip("count:Q", format=",d"), alt.Tooltip("share_text:N", title="share")],
-    ).properties(width=width, height=alt.Step(22)).facet(
+    base = alt.Chart(data).encode(y=alt.Y("category:N", title=None, axis=alt.Axis(labelLimit=MULTIPLE_LABELS)))
+    # no axis title: it repeated under every panel and ran into the next; the page's caption says it
+    x = alt.X("share:Q", axis=alt.Axis(format="%", tickCount=4), title=None)
+    bars = base.mark_bar().encode(
+        x=x, color=alt.Color("category:N", scale=category_scale(sig["category"]), legend=None),
+        opacity=alt.condition("datum.few_cell", alt.value(0.35), alt.value(1.0)),
+        tooltip=_tooltip(data, ["model", "category"]))
+    layers = [bars]
+    if {"share_low", "share_high"} <= set(sig.columns):
+        layers.append(base.mark_rule(color=INK, strokeWidth=1.5).encode(
+            x="share_low:Q", x2="share_high:Q", tooltip=_tooltip(data, ["model", "category"])))
+    return alt.layer(*layers).properties(width=width, height=alt.Step(22)).facet(
         facet=alt.Facet("model:N", title=None, header=alt.Header(labelLimit=width)), columns=per_row,
-        spacing=PANEL_GAP)
+        spacing=PANEL_GAP).resolve_axis(x="independent")
 
 
 def delta_title(a: str, b: str) -> list[str]:
@@ -285,25 +361,25 @@ def delta_chart(df: pl.DataFrame, a: str, b: str) -> alt.Chart:
 
 
 def slice_heatmap(df: pl.DataFrame, by: str, categories: list[str]) -> alt.Chart:
-    """Slice × category for ONE model: cell text "k/n" (failures of the category / classified
-    failures in the slice), colour = that share, so 1/1 and 5/5 are equally dark and the text
-    says how much each rests on. `categories` fixes the columns so every model's chart has the
-    same ones."""
-    data = df.with_columns(
-        label=pl.col("count").cast(pl.String) + "/" + pl.col("failures").cast(pl.String),
-        share_text=pl.Series([fmt.pct(v) for v in df["share"].to_list()], dtype=pl.String),
-        dark=pl.col("share") > DARK)
+    """Slice × category for ONE model: the share of the model's failures in the slice (every
+    failure, the true category's share: stats.signature), shaded by the lower end of its 95%
+    interval, so a share resting on two failures stays pale; a slice with few labelled failures
+    has no shade and shows its count ("1/3": the analyst's count of its labelled failures).
+    `categories` fixes the columns so every model's chart has the same ones."""
+    # short texts: a slice heatmap has many narrow cells ("34%"; a few-row's count as "1/3")
+    data = _cell_label(df, "share").with_columns(label=pl.col("short_label"),
+                                                 dark=pl.col("shade").fill_null(0) > DARK)
+    intervals = "share_low" in df.columns
     base = alt.Chart(data).encode(
         x=alt.X("category:N", title=None, scale=alt.Scale(domain=categories), axis=TOP_LABELS),
         y=alt.Y(f"{by}:N", title=None, axis=alt.Axis(labelLimit=320, labelOverlap=False)),
     )
+    shade = alt.Color("shade:Q", scale=alt.Scale(scheme="reds", domain=[0, 1]),
+                      title=f"share of the model's failures in the {by}: the lower end of its 95% interval",
+                      legend=alt.Legend(format="%", orient="bottom", titleLimit=500, gradientLength=260))
     rect = base.mark_rect(stroke="white", strokeWidth=1).encode(
-        color=alt.Color("share:Q", scale=alt.Scale(scheme="reds", domain=[0, 1]),
-                        title=f"share of the model's failures with an error type in the {by}",
-                        legend=alt.Legend(format="%", orient="bottom", titleLimit=500, gradientLength=260)),
-        tooltip=[by, "category", alt.Tooltip("count:Q", title="failures in category", format=",d"),
-                 alt.Tooltip("failures:Q", title=f"classified failures in the {by}", format=",d"),
-                 alt.Tooltip("share_text:N", title="share")],
+        color=alt.condition("datum.few_cell", alt.value(FEW_FILL), shade) if intervals else shade,
+        tooltip=_tooltip(data, [by, "category"]),
     )
     text = base.mark_text(fontSize=12).encode(
         text="label:N", color=alt.condition("datum.dark", alt.value("white"), alt.value(INK)))

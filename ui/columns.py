@@ -48,6 +48,7 @@ LABELS = {
     "passed": "Passed",
     "finding": "Finding",
     "q_text": "q (BH)",
+    "corrected_text": "B − A corrected (95%)",
     "p_fisher_text": "p (Fisher)",
     "p_paired_text": "p (paired)",
     "p_errormap_text": "p (paper's check)",
@@ -98,6 +99,12 @@ LABELS = {
     "recall": "Recall",
     "support": "Reference labels",
     "predicted": "Analyst's labels",
+    "people": "People's labels",
+    "labelled": "Labelled by the analyst",
+    "reviewed_as_analyst": "Reviewed, analyst's label",
+    "reviewed_as_people": "Reviewed, people's label",
+    "analyst_category": "Analyst's category",
+    "weight": "Weight",
 }
 
 # numbers shown as text (missing values read "–", intervals as "47.2–61.7%")
@@ -134,13 +141,17 @@ PERCENT_COLUMNS = {
 
 COUNT_COLUMNS = {"n", "correct", "count", "failures", "questions", "analysed", "classified",
                  "a_count", "b_count", "a_only_fail", "b_only_fail", "reviewed", "agreed",
-                 "n_predictions", "n_failures", "n_infra_errors", "support", "predicted"}
+                 "n_predictions", "n_failures", "n_infra_errors", "support", "predicted", "people",
+                 "labelled", "reviewed_as_analyst", "reviewed_as_people"}
 
 P_HELP = {
     "p_fisher_text": "Two-sided Fisher exact test of A's and B's shares.",
     "q_text": "p (Fisher) adjusted for testing every error type at once (Benjamini–Hochberg); "
               "significant when ≤ 0.05.",
     "p_paired_text": "Exact McNemar test on the questions only one model fails with this error type.",
+    "corrected_text": "B's share minus A's in the shares corrected for the analyst's misclassification "
+                      "people measured (every failure under the filters), with its 95% interval. A "
+                      "difference counts only when this interval leaves out 0 as well.",
     "p_errormap_text": "The ErrorMap paper's one-sided binomial check of the weaker model's count "
                        "under the stronger model's share. Shown for parity; it treats that share as "
                        "known and overstates significance.",
@@ -206,7 +217,17 @@ def compare_table(c) -> pl.DataFrame:
         p_paired_text=pl.Series([fmt.p_value(r.p_paired) for r in c.categories], dtype=pl.String),
         p_errormap_text=pl.Series([fmt.p_value(r.p_errormap) for r in c.categories], dtype=pl.String),
         delta_text=pl.Series([fmt.signed_pct(r.delta) for r in c.categories], dtype=pl.String),
+        corrected_text=pl.Series([None if r.corrected_delta is None else
+                                  f"{fmt.signed_pct(r.corrected_delta)} ({fmt.signed_pct(r.corrected_low)} to "
+                                  f"{fmt.signed_pct(r.corrected_high)})" for r in c.categories], dtype=pl.String),
     )
+
+
+def compare_key(c) -> list[str]:
+    """The compare table's key columns: the corrected difference beside the tests where people's
+    labels measured the analyst."""
+    corrected = any(r.corrected_delta is not None for r in c.categories)
+    return COMPARE_KEY[:7] + (["corrected_text"] if corrected else []) + COMPARE_KEY[7:]
 
 
 def _cut(texts: list[str | None], limit: int = 2000) -> list[str | None]:
@@ -287,11 +308,56 @@ def runs_table(runs: pl.DataFrame) -> pl.DataFrame:
 
 
 def split_error_types(sig: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """A signature's error types (with `model_label`: the model and how many of its failures
-    have an error type, the shares' denominator) and, apart, the labels that are not error types."""
+    """A signature's error types (with `model_label`: the model, and on a second line how many of
+    its failures carry the analyst's label out of all of them, the shares' denominator) and,
+    apart, the labels that are not error types."""
+    labelled = "labelled" if "labelled" in sig.columns else "failures"
     errors = sig.filter(pl.col("error_type")).with_columns(
-        model_label=pl.format("{} ({})", pl.col("model"), pl.col("failures")))
+        model_label=pl.format("{}\nlabelled {} of {} failures", pl.col("model"),
+                              pl.col(labelled).map_elements(fmt.count, return_dtype=pl.String),
+                              pl.col("failures").map_elements(fmt.count, return_dtype=pl.String)))
     return errors, sig.filter(~pl.col("error_type"))
+
+
+def share_table(sig: pl.DataFrame, *keys: str) -> pl.DataFrame:
+    """A signature's rows as a table shows them: the keys, the analyst's count and people's labels,
+    the denominator, the share and its 95% interval as text (whole percents below 100 failures,
+    as stats/fmt.py prints an interval), a row with few labelled failures said in words."""
+    rows = sig.to_dicts()
+    cols = [c for c in ("count", "people", "failures", "labelled") if c in sig.columns]
+    # the share and its interval first: at 1280 px the columns after them scroll out of sight
+    table = sig.select(*keys, "share").with_columns(
+        share_ci=pl.Series([fmt.interval(r["share_low"], r["share_high"], r["failures"]) for r in rows],
+                           dtype=pl.String)).with_columns(sig.select(cols))
+    if "few" in sig.columns:
+        table = table.with_columns(few=sig["few"])
+        table = words(table, "few")
+    extra = [c for c in ("questions", "per_100") if c in sig.columns]
+    return shown(table.with_columns(sig.select(extra)))
+
+
+SHARE_HELP = {
+    "share": "The estimated share of the model's failures (all of them under the pass rule, labelled "
+             "or not) whose true category is this one: corrected by people's reviews of the analyst "
+             "where there are any, the analyst's own count where not.",
+    "share_ci": "95% interval of the share: the analyst's measured misclassification and the sampling "
+                "of failures (Bayesian bootstrap) when people reviewed its labels, else Wilson's on the "
+                "count (sampling only). Whole percentages below 100 failures.",
+    "few": "Fewer than 5 of the model's failures carry a label here: read the counts, not the share.",
+}
+
+
+def share_config(columns_: list[str], **overrides) -> dict:
+    """column_config of a `share_table`."""
+    return config(columns_, **{
+        "share": percent("Share of the model's failures", SHARE_HELP["share"]),
+        "share_ci": st.column_config.TextColumn("95% interval", help=SHARE_HELP["share_ci"], alignment="right"),
+        "few": st.column_config.TextColumn("Few labelled", help=SHARE_HELP["few"], width="small"),
+        "failures": count("Failures (denominator)", "Every failure of the model under the pass rule"),
+        "count": count("Analyst's count", "The model's failures the analyst filed under this category"),
+        "people": count("People's labels", "Failures people labelled with this category (reviews, loaded "
+                        "label tables)"),
+        **overrides})
 
 
 def words(frame: pl.DataFrame, *flags: str) -> pl.DataFrame:

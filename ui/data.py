@@ -165,7 +165,7 @@ OFFLINE_CAVEAT = (
     "references and options, the run's instructions, the judges' notes, where generation "
     "stopped), no language model. It names an error only on unambiguous evidence and otherwise "
     "says Hard to Analyze. Measured on labelled failures its rules were not written against, "
-    "76% of its specific labels (No Model Error included) match a person's and it abstains on 45% "
+    "83% of its specific labels (No Model Error included) match a person's and it abstains on 52% "
     "(60 written failures; 11 of 13 right, 35% abstained, on 20 real ones); on the "
     "LLM-as-a-qualitative-judge study's 297 failures, 73% right and 52% abstained. A failure whose "
     "cause the log does not show (a bare option letter, a wrong answer with no working) can only "
@@ -173,9 +173,30 @@ OFFLINE_CAVEAT = (
     "--analyst openai/gpt-4o-mini) and check them against reviews on the Taxonomy page.")
 
 
+def analyst_caveat_text(analyst: str) -> str | None:
+    """`taxonomy.calibration.analyst_caveat` for this analyst, from the cache (None when the
+    store cannot say: the page goes on without it rather than stopping)."""
+    from taxonomy.calibration import analyst_caveat
+
+    try:
+        return cached(analyst_caveat, active_db(), analyst=analyst)
+    except store.FaultlineError as exc:
+        print(f"warning: the analyst's calibration could not be read: {exc.message}", file=sys.stderr)
+        return None
+
+
 def offline_caveat(analyst: str | None) -> None:
-    """Say what the offline analyst's labels are worth, wherever its labels are shown."""
-    if analyst and (analyst == "offline" or analyst.startswith("offline/")):
+    """Say what an analyst's labels are worth, wherever its labels are shown: how far people's
+    labels measured it (`taxonomy.calibration.analyst_caveat`, as text: it names the analyst and
+    the store's versions), and for the offline analyst what its rules can and cannot see."""
+    if not analyst:
+        return
+    text = analyst_caveat_text(analyst)
+    if text:
+        from .text import md
+
+        st.caption(":material/fact_check: " + md(text, 2000))
+    if analyst == "offline" or analyst.startswith("offline/"):
         st.caption(":material/info: " + OFFLINE_CAVEAT)
 
 

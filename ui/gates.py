@@ -101,4 +101,4 @@ def no_analyses(stop: bool = True, scope: str = "matching these filters") -> Non
         st.stop()
 
 
-# the measured figures of docs/analysis.md ("How well it agrees with people"), offline-v4
+# the measured figures of docs/analysis.md ("How well it agrees with people"), offline-v5

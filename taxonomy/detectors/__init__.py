@@ -13,18 +13,23 @@ from .content import brevity_request, detect_incomplete, detect_verbosity
 from .echo import detect_prompt_echo
 from .extraction import detect_data_extraction
 from .grounding import detect_factual_error, detect_hallucination
-from .instructions import (detect_extra_commentary, detect_mid_sentence, detect_template_tokens, detect_token_limit,
-                           looked_past_template_tokens)
+from .instructions import (answer_is_wrong, answer_without_commentary, detect_extra_commentary, detect_mid_sentence, detect_template_tokens,
+                           detect_token_limit, leftover_tokens)
 from .judge import detect_judge_explanation, detect_performance_only
 from .lists import detect_list_answer
 from .language import detect_mixed_script, detect_translation_quality, detect_wrong_script, expected, target_language
 from .normalise import contains_reference, normalise, same_form
-from .shape import asks_for_new_content, asks_for_order, is_grounded, strip_template_tokens
+from .shape import (answer_before_continuation, answer_before_tokens, asks_for_new_content, asks_for_order, is_grounded,
+                    strip_template_tokens)
 from .reference import (detect_no_answer_claim, detect_partial_answer, detect_reference_match, detect_retrieval_miss,
-                        match_reference)
+                        gives_no_answer_verdict, match_reference, offers_no_answer_verdict)
 
 __all__ = [
     "FENCE",
+    "answer_before_continuation",
+    "answer_before_tokens",
+    "answer_is_wrong",
+    "answer_without_commentary",
     "Evidence",
     "Finding",
     "Look",
@@ -63,13 +68,15 @@ __all__ = [
     "detect_wrong_option",
     "detect_wrong_script",
     "expected",
+    "gives_no_answer_verdict",
     "false_steps",
     "is_grounded",
     "is_multiple_choice",
-    "looked_past_template_tokens",
+    "leftover_tokens",
     "match_reference",
     "named_options",
     "normalise",
+    "offers_no_answer_verdict",
     "same_form",
     "strip_template_tokens",
     "target_language",

@@ -70,18 +70,20 @@ def _evaluate(expr: str) -> Fraction | None:
 
 
 def _is_false(value: Fraction | None, stated: str) -> bool:
+    """Whether the stated result is wrong beyond the rounding of its digits. A result written as a
+    percent is right as hundredths ("9/20 = 45%") or as the number of percent an expression that
+    multiplies by 100 gives ("0.45 × 100 = 45%")."""
     if value is None:
         return False
-    percent = stated.endswith("%")
-    got = to_number(stated.replace("$", "").rstrip("%"))
+    digits = stated.replace("$", "").rstrip("%")
+    got = to_number(digits)
     if got is None:
         return False
-    if percent:
-        got /= 100
     # a result written with d decimals is right if it rounds the true value to d decimals
-    digits = stated.replace("$", "").rstrip("%")
     decimals = len(digits.split(".")[1]) if "." in digits else 0
-    tolerance = Fraction(1, 2 * 10**decimals) / (100 if percent else 1)
+    tolerance = Fraction(1, 2 * 10**decimals)
+    if stated.endswith("%"):
+        return abs(value - got / 100) > tolerance / 100 and abs(value - got) > tolerance
     return abs(value - got) > tolerance
 
 

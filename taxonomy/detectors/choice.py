@@ -154,7 +154,12 @@ def chosen_option(rec: dict) -> str | None:
         return found[-1]
     # "Answer: d) Dowry death": the answer after its marker
     m = re.search(r"(?i)\banswer\s*(?:is|:)\s*(.+?)\s*$", out)
-    return _key_of(m.group(1), choices) if m else None
+    if m:
+        return _key_of(m.group(1), choices)
+    # "…, so C. Cannot be determined": an option's key and its own text ending the output
+    m = re.search(r"(?:^|[\s,:;])([A-Za-z][.)]\s+[^\n]+?)\s*\.?$", out)
+    key = _key_of(m.group(1), choices) if m else None
+    return key if key and _fold(m.group(1)[2:]) else None
 
 
 def gold_option(rec: dict) -> str | None:

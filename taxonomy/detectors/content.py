@@ -5,10 +5,15 @@ Incomplete Content — the reference is split into its required parts: section h
 and 30+ words with none of those) its sentences as key points. A part is *covered* when the
 output names its heading or holds at least a quarter of its content-word stems, *absent* when
 it holds under 40% of them. Reported when at least one part is covered (the model did the task) and at
-least a third of the parts, and at least one, are absent. The evidence names each absent part.
+least a third of the parts, and at least one, are absent — and, unless the parts are named
+sections, the output is shorter than 80% of the reference: one as long may say the same in other
+words (a paraphrase shares few stems). The evidence names each absent part.
 
 Verbosity — the output runs to 120+ words and 3× the longest reference of 8+ words (shorter
-references are labels, not answers whose length compares), or the prompt asks for brevity in
+references are labels, not answers whose length compares) — unless the prompt asks for the
+reasoning ("think step by step", "explain your reasoning", "show your work"), whose length is
+then the task's, or the answer is visibly wrong (a wrong option or number is the first error,
+not its length) — or the prompt asks for brevity in
 words addressed to the model ("answer briefly", "be concise", "give a short summary", "short
 answer", "in a few words" — in the instructions or in the input's lines that are not dialogue
 turns, and not "I'll be brief") and the output runs past 80 words. Explicit counts ("at most 50 words") are Constraint Violation's.
@@ -21,6 +26,7 @@ import re
 from .base import (Evidence, Finding, content_words, final_number, gold_refs, output_of, sentences, shorten, stem, task_of,
                    word_count, words_from)
 from .calculation import arithmetic_claims
+from .instructions import answer_is_wrong
 
 _HEADING = re.compile(
     r"^\s*(?:#{1,6}\s*(?P<md>[^\n#]{2,60}?)\s*#*\s*$"
@@ -33,6 +39,9 @@ _STEP = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+(?P<item>\S.*)$", re.M)
 
 
 ABSENT_BELOW = 0.4
+# an output at least this share of the reference's length can say all of it in other words, which
+# shared stems do not see: leaving parts out is told only from a shorter answer
+PARAPHRASE_LENGTH = 0.8
 
 
 def reference_parts(ref: str) -> list[tuple[str, str]]:
@@ -82,6 +91,9 @@ def detect_incomplete(rec: dict) -> Finding | None:
     refs = gold_refs(rec)
     if not out.strip() or not refs:
         return None
+    headed = all(len(_HEADING.findall(r)) >= 2 for r in refs)  # named sections: a heading shows what is there
+    if not headed and word_count(out) >= PARAPHRASE_LENGTH * min(word_count(r) for r in refs):
+        return None  # as long as the reference: its parts may be there in other words (a paraphrase)
     results = [missing_parts(ref, out) for ref in refs]
     # every acceptable reference must find parts missing
     if not results or any(r is None or not r[0] or len(r[0]) * 3 < r[1] for r in results):
@@ -137,14 +149,30 @@ def _past(out: str, limit: int) -> str | None:
     return words_from(out, limit)
 
 
+# a request for the reasoning itself: the length it takes is what the prompt asked for
+_REASONING_ASKED = re.compile(
+    r"\b(?:step[- ]by[- ]step|chain[- ]of[- ]thought|think(?:ing)? (?:it |this )?through|"
+    r"(?:explain|show|justify|give|describe|walk through)\s+(?:your|the|all)?\s*(?:reasoning|work(?:ing)?|steps|thinking|"
+    r"answer|calculations?)|(?:with|and) (?:a |an )?(?:short |brief )?(?:explanation|justification|reasons?)\b|"
+    r"explain (?:why|how)\b)", re.I)
+
+
+def reasoning_asked(rec: dict) -> re.Match | None:
+    """The words that ask the model to reason aloud, in the instructions or the task."""
+    return _REASONING_ASKED.search(rec.get("instructions") or "") or _REASONING_ASKED.search(task_of(rec))
+
+
 def detect_verbosity(rec: dict) -> Finding | None:
     out = output_of(rec)
+    if answer_is_wrong(rec):
+        return None
     n = word_count(out)
     refs = gold_refs(rec)
     ref_len = max((word_count(r) for r in refs), default=0)
     # a worked solution (a numeric final answer, or steps of arithmetic) is long by design
     worked = any(final_number(r) and re.search(r"####|\\boxed", r) for r in refs) or len(arithmetic_claims(out)) >= 2
-    if ref_len >= 8 and n >= 120 and n >= 3 * ref_len and not rec.get("choices") and not worked:
+    if ref_len >= 8 and n >= 120 and n >= 3 * ref_len and not rec.get("choices") and not worked \
+            and not reasoning_asked(rec):
         quote = _past(out, ref_len)
         return Finding(
             "verbosity",

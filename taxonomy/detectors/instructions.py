@@ -4,9 +4,9 @@ tokens, a generation cut at the token limit, and commentary where only the answe
 - Chat-template tokens: `<|im_end|>`, `<|eot_id|>`, `<|endoftext|>`, `<|start_header_id|>` and
   the other `<|…|>` specials, `[INST]` / `[/INST]`, `<<SYS>>`, `<s>` / `</s>`,
   `<start_of_turn>` / `<end_of_turn>`, `<eos>`, `<bos>`, `<pad>` — in the output and not in the
-  prompt or references (a prompt that shows them makes them fair to repeat) — when they are why
-  the answer failed: not after a wrong option or a wrong final number (the wrong answer is the
-  first error; `looked_past_template_tokens` says so when nothing else names it).
+  prompt or references (a prompt that shows them makes them fair to repeat) — only when they are
+  why the answer failed: the answer before them is right (`taxonomy.offline` judges that answer
+  first; a wrong one is the first error, and an unjudged one leaves the failure Hard to Analyze).
 - Cut at the token limit: the log says so (`finish_reason` "length" / "max_tokens", or
   `output_tokens` ≥ the run's `max_tokens`), unless its token count stays under the limit or the
   output is a whole multiple-choice answer (HELM's MMLU allows one token: the letter is complete). When the log records neither (no finish reason and
@@ -31,7 +31,6 @@ from .base import (
     STOPWORDS,
     Evidence,
     Finding,
-    Look,
     answer_number,
     gold_refs,
     input_of,
@@ -43,14 +42,15 @@ from .normalise import marked_answer
 from .shape import TEMPLATE_TOKEN
 
 
-def _leftover_tokens(rec: dict) -> list[str]:
+def leftover_tokens(rec: dict) -> list[str]:
+    """The chat-template tokens in the output that the prompt and references do not show."""
     prompt = "\n".join([input_of(rec), rec.get("prompt_text") or "", rec.get("instructions") or ""] + gold_refs(rec))
     return [m.group(0) for m in TEMPLATE_TOKEN.finditer(output_of(rec)) if m.group(0) not in prompt]
 
 
 def answer_is_wrong(rec: dict) -> bool:
-    """The answer under the output's form is visibly wrong: another option than the gold one, or
-    a final number of another value than a numeric reference's."""
+    """The answer is visibly wrong: another option than the gold one, or a final number of
+    another value than a numeric reference's."""
     if is_multiple_choice(rec):
         key, gold = chosen_option(rec), gold_option(rec)
         return key is not None and gold is not None and key != gold
@@ -59,18 +59,11 @@ def answer_is_wrong(rec: dict) -> bool:
     return bool(refs) and all(refs) and got is not None and all(got[0] != r[0] for r in refs)
 
 
-def looked_past_template_tokens(rec: dict) -> Look | None:
-    """Template tokens after a wrong answer: not why it failed, and the analysis says so."""
-    tokens = _leftover_tokens(rec)
-    if not tokens or not answer_is_wrong(rec):
-        return None
-    return Look("template tokens", f"the output carries {', '.join(dict.fromkeys(tokens))}, but its answer is wrong, "
-                                   f"so they are not why it failed")
-
-
 def detect_template_tokens(rec: dict) -> Finding | None:
-    tokens = _leftover_tokens(rec)
-    if not tokens or answer_is_wrong(rec):
+    """Leftover template tokens. `taxonomy.offline` calls it only once the answer before them is
+    shown right: after a wrong or unjudged answer they are not why it failed."""
+    tokens = leftover_tokens(rec)
+    if not tokens:
         return None
     shown = ", ".join(dict.fromkeys(tokens))
     return Finding(
@@ -192,18 +185,32 @@ def _commentary(out: str) -> re.Match | None:
     return m if word_count(rest) >= 1 else None
 
 
-def detect_extra_commentary(rec: dict) -> Finding | None:
-    out = output_of(rec)
-    m = _commentary(out)
-    if m is None:
+def commentary_against_only(rec: dict) -> tuple[re.Match, re.Match] | None:
+    """(the commentary line, the instruction that asks for the answer alone), when the output adds
+    one against such an instruction."""
+    m = _commentary(output_of(rec))
+    rule = only_answer_asked(rec) if m else None
+    return (m, rule) if rule else None
+
+
+def answer_without_commentary(rec: dict) -> str | None:
+    """The output without its commentary lines, when it adds commentary against "only the answer"."""
+    if commentary_against_only(rec) is None:
         return None
+    return _COMMENTARY.sub("", output_of(rec)).strip()
+
+
+def detect_extra_commentary(rec: dict) -> Finding | None:
+    """Commentary the instructions forbid. `taxonomy.offline` calls it only once the answer beside
+    the commentary is shown right: beside a wrong answer the commentary is not why it failed."""
+    found = commentary_against_only(rec)
+    if found is None:
+        return None
+    m, rule = found
     line = m.group(0).strip()
-    rule = only_answer_asked(rec)
-    if rule:
-        return Finding(
-            "extra_commentary",
-            "Adds commentary the instructions forbid",
-            f"The instructions ask for the answer alone (\"{rule.group(0)}\") but the output adds \"{line[:80]}\".",
-            (Evidence(f"Gives only the answer, as the instructions ask (\"{rule.group(0)}\")", line),),
-        )
-    return None
+    return Finding(
+        "extra_commentary",
+        "Adds commentary the instructions forbid",
+        f"The instructions ask for the answer alone (\"{rule.group(0)}\") but the output adds \"{line[:80]}\".",
+        (Evidence(f"Gives only the answer, as the instructions ask (\"{rule.group(0)}\")", line),),
+    )

@@ -16,6 +16,7 @@ import functools
 import re
 import unicodedata
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 
 from .base import Evidence, Finding, gold_refs, input_of, output_of, question_of, sentences, word_count
 from .echo import longest_copied_span
@@ -204,15 +205,43 @@ def _answered_instead(rec: dict, quote: str | None) -> Finding:
     )
 
 
-def _foreign_words(output: str, script: str, refs: str) -> list[str]:
-    """Words of 3+ letters in another script than `script` (acronyms and words the reference uses aside)."""
+# a word that is code or a formula: joined to a call, an attribute, an index or an operator
+_CODE_CONTEXT = re.compile(r"(?=.*(?:[._(\[^=`\\]|\d))[\w.()\[\]^=`\\/*+\-]+")
+
+
+_CYRILLIC = dict(zip("abcdefghijklmnopqrstuvwxyz", "абкдефгхийклмнопкрстуввхйз"))
+
+
+def _spells_a_reference_word(word: str, refs: str) -> bool:
+    """A Latin word that, letter for letter in Cyrillic, is close to a word of the reference
+    ("Leonardo" for "Леонардо"): the reference's own name left untransliterated."""
+    cyrillic = "".join(_CYRILLIC.get(c, c) for c in word.casefold())
+    return any(SequenceMatcher(None, cyrillic, w.casefold()).ratio() >= 0.7 for w in re.findall(r"\w{3,}", refs))
+
+
+def _kept_in_latin(output: str, m: re.Match, given: str, refs: str) -> bool:
+    """A word rightly written in its own script inside another: a name (capitalised: Microsoft,
+    Marcel Proust), code or a formula (my_list.size(), sin(x)^2), or a term the prompt itself
+    writes that way — unless it is the reference's own word left untransliterated."""
+    start = output.rfind(" ", 0, m.start()) + 1
+    end = output.find(" ", m.end())
+    token = output[start:end if end >= 0 else len(output)].strip(",;:!?»«\"'")
+    if _spells_a_reference_word(m.group(0), refs):
+        return False
+    code = token != m.group(0) and bool(_CODE_CONTEXT.fullmatch(token))
+    return m.group(0)[0].isupper() or code or m.group(0).casefold() in given
+
+
+def _foreign_words(output: str, script: str, refs: str, given: str = "") -> list[str]:
+    """Words of 3+ letters in another script than `script`: not acronyms, words the reference
+    uses, names, code, formulas or terms the prompt writes in that script (`given`, case-folded)."""
     found = []
     for m in re.finditer(r"[^\W\d_]{3,}", output):
         word = m.group(0)
         scripts = {_script_of(c) for c in word} - {None}
         if scripts == {script} or len(scripts) != 1:
             continue
-        if word.isupper() and len(word) <= 5 or word.casefold() in refs.casefold():
+        if word.isupper() and len(word) <= 5 or word.casefold() in refs.casefold() or _kept_in_latin(output, m, given, refs):
             continue
         found.append(word)
     return found
@@ -229,7 +258,7 @@ def detect_mixed_script(rec: dict) -> Finding | None:
         return None
     if contains_reference(rec):
         return None  # the answer is there in the right script: a stray foreign word is not why it failed
-    foreign = _foreign_words(output, want.script, " ".join(gold_refs(rec)))
+    foreign = _foreign_words(output, want.script, " ".join(gold_refs(rec)), input_of(rec).casefold())
     if not foreign:
         return None
     other = _script_of(foreign[0][0]).title()

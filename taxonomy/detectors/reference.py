@@ -109,6 +109,13 @@ def _template_tokens(rec: dict) -> list[str]:
     return [m.group(0) for m in TEMPLATE_TOKEN.finditer(output_of(rec)) if m.group(0) not in prompt]
 
 
+def _percent_of(value: Fraction, unit: str | None, ref: tuple[Fraction, str | None]) -> bool:
+    """One number is the other written as a percent: "45%" for the reference 0.45, 0.45 for 45%."""
+    if unit == "percent" and ref[1] is None:
+        return value / 100 == ref[0]
+    return unit is None and ref[1] == "percent" and value * 100 == ref[0]
+
+
 def _contradicts(out: str, ref: Text, ref_number: tuple[Fraction, str | None] | None) -> bool:
     """The output's own final answer says something else than the reference: a marked answer
     that is not it, or (for a numeric reference) an answer number of another value."""
@@ -165,6 +172,8 @@ def match_reference(rec: dict) -> tuple[str, str, str] | None:
             if got is not None and got[0] == ref_number[0] and (ref_number[1] is None or unit in (None, "$", ref_number[1])) \
                     and not _contradicts(out, r, ref_number):
                 return ref, got[1].group(0), "the words around the number"
+            if got is not None and _percent_of(got[0], unit, ref_number) and not _contradicts(out, r, (got[0], unit)):
+                return ref, got[1].group(0), "a share written as a percent or as a fraction"
             if got is not None or numbers_in(out):
                 continue  # a number is its value: digits of another value are never the reference's
         if _contradicts(out, r, None):
@@ -316,7 +325,49 @@ def _found_in(ref: str, body: list[str]) -> bool:
     return all(find_span(normalise(v).tokens, body) is not None for v in _searchable(ref) if normalise(v).tokens)
 
 
-def detect_no_answer_claim(rec: dict) -> Finding | None:
+# the verdict a task may offer for a question its input does not answer
+_VERDICT = re.compile(r"\b(?:unanswerable|not answerable|cannot be (?:determined|answered|known)|can'?t be (?:determined|"
+                      r"answered|known)|not enough (?:info(?:rmation)?|evidence)|insufficient (?:information|evidence)|"
+                      r"undetermined|unknown|no answer)\b", re.I)
+
+
+def offers_no_answer_verdict(rec: dict) -> bool:
+    """Whether the task offers "unanswerable" / "cannot be determined" as an answer (its
+    instructions, its input or its options name it): then giving it is answering, not refusing."""
+    offered = [rec.get("instructions") or "", input_of(rec)] + [str(v) for v in options(rec).values()]
+    return any(_VERDICT.search(text) for text in offered)
+
+
+def gives_no_answer_verdict(text: str) -> bool:
+    return bool(_VERDICT.search(text))
+
+
+def _verdict_given(rec: dict) -> Finding | Look | None:
+    """The no-answer verdict where the task offers it: the reference's own verdict in other words
+    is no model error; against a reference that is an answer, the verdict is wrong, and why the
+    model judged so is not visible offline."""
+    refs = gold_refs(rec)
+    out = output_of(rec).strip()
+    if refs and all(_VERDICT.fullmatch(r.strip(" .").casefold()) for r in refs):
+        return Finding(
+            "no_answer_verdict",
+            "Gives the no-answer verdict the reference gives",
+            f"The task offers a verdict for questions the input does not answer; the reference is that verdict "
+            f"(\"{shorten(refs[0], 40)}\") and the output gives it in other words: \"{shorten(out, 60)}\".",
+            (Evidence(f"Gives the verdict \"{shorten(refs[0], 40)}\"", _head_sentence(out)),),
+            no_model_error=f"the output \"{shorten(out, 60)}\" gives the no-answer verdict the reference \"{shorten(refs[0], 40)}\" "
+                           f"gives; {rec.get('main_metric') or 'the metric'} scored it as a failure",
+        )
+    return Look("no-answer verdict", "the task offers a verdict for unanswerable questions and the output gives it, so "
+                                     "it answered rather than refused; why it judged the question unanswerable is not visible")
+
+
+def _head_sentence(out: str) -> str | None:
+    first = sentences(out)
+    return first[0].strip() if first else None
+
+
+def detect_no_answer_claim(rec: dict) -> Finding | Look | None:
     """The output says the input does not hold the answer. Where a gold reference does occur in
     the passage (the input without its question; normalised, word forms allowed), the claim is
     false: the model overlooked it. Where no reference occurs in a passage of 40+ words and every
@@ -325,11 +376,14 @@ def detect_no_answer_claim(rec: dict) -> Finding | None:
     the retrieval's or the task's failure, not the model's."""
     out = output_of(rec)
     opening = " ".join(sentences(out)[:2])
-    claim = _NO_ANSWER.search(opening)
+    offered = offers_no_answer_verdict(rec)
+    claim = _NO_ANSWER.search(opening) or (_VERDICT.search(opening) if offered else None)
     refs = gold_refs(rec)
     passage = _passage(rec)
     if not claim or not refs or word_count(out) > 60 or not passage.strip() or is_multiple_choice(rec):
         return None
+    if offered:
+        return _verdict_given(rec)
     quote = next((s for s in sentences(out) if claim.group(0) in s), out.strip())
     body = normalise(input_of(rec)).tokens  # given anywhere in the input, the question included
     present = [r for r in refs if normalise(r).tokens and _found_in(r, body)]

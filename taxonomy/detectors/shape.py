@@ -33,6 +33,35 @@ def strip_template_tokens(text: str) -> str:
     return TEMPLATE_TOKEN.sub(" ", text)
 
 
+def answer_before_tokens(text: str, tokens: list[str]) -> str | None:
+    """The answer a model gave before the chat-template `tokens` it left in (the first stretch
+    of text between them that holds a word: "B" of "B<|end|><|assistant|>The answer is C"), or
+    None when the text holds none of them. What follows an end token is the template running on
+    into another turn, not the answer."""
+    if not tokens:
+        return None
+    pieces = re.split("|".join(map(re.escape, sorted(set(tokens), key=len, reverse=True))), text)
+    return next((p.strip() for p in pieces if re.search(r"\w", p)), "")
+
+
+# a few-shot item's opening line in a prompt ("Question:", "Q:", "Problem:"), which a model that
+# runs on past its answer writes again
+_ITEM_OPENING = re.compile(r"(?m)^[ \t]*((?:question|q|problem|input|example|sentence|premise|passage)\s*\d*\s*:)", re.I)
+
+
+def answer_before_continuation(rec: dict) -> str | None:
+    """The answer before a few-shot continuation: when the prompt repeats an item's opening line
+    ("Question:") and the output, after an answer, opens a new item with it, the text before
+    that line; else None."""
+    openings = [m.group(1).casefold() for m in _ITEM_OPENING.finditer(input_of(rec))]
+    repeated = {o for o in openings if openings.count(o) >= 2}
+    out = rec.get("output_text") or ""
+    for m in _ITEM_OPENING.finditer(out):
+        if m.group(1).casefold() in repeated and re.search(r"\w", out[:m.start()]):
+            return out[:m.start()].strip()
+    return None
+
+
 # "Thought 10:", "Step 3.", "Stage 2)" — a word that numbers the parts of an answer, its number,
 # and the punctuation after it; "(2)" or "2." opening a line
 _STEP = re.compile(

@@ -2,8 +2,10 @@
 failed run, each naming the step of the error, the agent responsible and a verbatim quote from
 that step.
 
-- a tool error the run never addresses: a tool reports an error, nobody calls that tool again, and
-  the next agent step carries on without a word about it (the step named);
+- a tool error the run never addresses: a tool reports an error, nobody calls that tool again nor
+  gets what it sought by another tool (a working call of another tool whose arguments share the
+  failed call's particulars), and the next agent step carries on without a word about it (the
+  step named);
 - an environment failure: such an error is the environment's (a rate limit, a server error, a
   connection refused) — not the model's fault;
 - the same action repeated three or more times with the same result (the third time is named);
@@ -145,6 +147,8 @@ def detect_unaddressed_error(steps: list[dict], rec: dict, declared: set[str] | 
                             quote=_match(_ENVIRONMENT, result))
         if later:
             continue  # the tool was called again: the error was addressed, well or not
+        if _another_route(a, acts[n + 1:]):
+            continue  # it got what the failed call sought by another tool: recovered, well or not
         if _output_besides_error(step(a.result)):
             continue  # the tool returned something besides its error, which the agent may rightly use
         carried_on = _next_agent_step(steps, a.result)
@@ -156,6 +160,23 @@ def detect_unaddressed_error(steps: list[dict], rec: dict, declared: set[str] | 
                         f"the run went on at step {carried_on['step_index']} as if it had worked.",
                         "Tool Error Ignored", "Addresses the tool's error before going on")
     return None
+
+
+_PIECE = re.compile(r"[^\W_]{3,}")
+_NOT_PARTICULAR = frozenset("true false none null json str int cmd code query path print read open import".split())
+
+
+def _pieces(text: str) -> set[str]:
+    return {w.casefold() for w in _PIECE.findall(text)} - _NOT_PARTICULAR
+
+
+def _another_route(failed: Action, later: list[Action]) -> bool:
+    """A later working call of another tool whose arguments share a particular (a name, an id's
+    part, a path's part, a number) with the failed call's: the agent sought the same thing
+    another way ("cat /challenge/flag.txt" denied, then python's open('/challenge/flag.txt');
+    get_user_details(sara_doe_496) not found, then find_user_id_by_name_zip(Sara, Doe))."""
+    sought = _pieces(failed.signature.split("|", 1)[-1])
+    return any(b.tool != failed.tool and _works(b) and sought & _pieces(b.signature.split("|", 1)[-1]) for b in later)
 
 
 # a word of an error message that names something particular: a number, an id, a long word
