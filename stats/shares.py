@@ -79,78 +79,97 @@ def estimate(failures: pl.DataFrame, keys: list[str], draws: int = DRAWS, seed: 
     cats = sorted(set(f["category"].drop_nulls().to_list()) | set(f["people"].drop_nulls().to_list()))
     k = len(cats)
     index = {c: i for i, c in enumerate(cats)}
-    groups = sorted(f.partition_by(keys, as_dict=True, maintain_order=True).items(),
-                    key=lambda kv: tuple("" if v is None else str(v) for v in kv[0])) if keys else [((), f)]
+    counted = f.group_by(*keys, "category", "people").len()
+    groups = sorted({tuple(r) for r in counted.select(keys).iter_rows()},
+                    key=lambda key: tuple("" if v is None else str(v) for v in key)) if keys else [()]
+    where = {key: gi for gi, key in enumerate(groups)}
     n_groups = len(groups)
     known = np.zeros((n_groups, k))  # people's labels per group
     open_ = np.zeros((n_groups, k))  # unreviewed failures per group and analyst label
     analyst = np.zeros((n_groups, k))
     pairs = np.zeros((n_groups, k, k))  # per group: people's label × analyst's label
-    for gi, (_, g) in enumerate(groups):
-        for a, p, n in g.group_by("category", "people").len().iter_rows():
-            if p is not None:
-                known[gi, index[p]] += n
-                if a is not None:
-                    pairs[gi, index[p], index[a]] += n
-            else:
-                open_[gi, index[a]] += n
+    for row in counted.iter_rows():
+        gi, (a, p, n) = where[tuple(row[:len(keys)])], row[len(keys):]
+        if p is not None:
+            known[gi, index[p]] += n
             if a is not None:
-                analyst[gi, index[a]] += n
+                pairs[gi, index[p], index[a]] += n
+        else:
+            open_[gi, index[a]] += n
+        if a is not None:
+            analyst[gi, index[a]] += n
+    # the analyst reads each model's outputs its own way: one confusion per model, whatever the slice
+    models = sorted({key[0] for key in groups}, key=lambda m: "" if m is None else str(m)) if keys else [None]
+    reader = np.array([models.index(key[0]) if keys else 0 for key in groups], dtype=np.int64)
     totals = known.sum(axis=1) + open_.sum(axis=1)
     if pairs.sum() == 0:
         theta = None
         rows = [r for gi in range(n_groups) for r in _sampling_only(cats, analyst[gi], int(totals[gi]))]
     else:
         measured = pairs.sum(axis=(0, 1)) > 0  # analyst labels people reviewed somewhere
-        theta, own = _posterior(known, open_ * measured, pairs, draws, np.random.default_rng(seed))
+        theta, own = _posterior(known, open_ * measured, pairs, reader, draws, np.random.default_rng(seed))
         rows = _corrected_rows(cats, theta, own, known, open_, analyst, measured)
-    keyed = [{**dict(zip(keys, key if isinstance(key, tuple) else (key,))), **r}
-             for gi, (key, _) in enumerate(groups) for r in rows[gi * k:(gi + 1) * k]]
+    keyed = [{**dict(zip(keys, key)), **r} for gi, key in enumerate(groups) for r in rows[gi * k:(gi + 1) * k]]
     schema = {**{k_: failures.schema[k_] for k_ in keys}, "category": pl.String, "count": pl.Int64,
               "people": pl.Int64, "n": pl.Int64, "reviewed": pl.Int64, "unmeasured": pl.Int64,
               "share": pl.Float64, "share_low": pl.Float64, "share_high": pl.Float64, "corrected": pl.Boolean}
     draws_by_group = {}
     if theta is not None:
-        for gi, (key, _) in enumerate(groups):
-            draws_by_group[key if isinstance(key, tuple) else (key,)] = theta[:, gi, :]
+        for gi, key in enumerate(groups):
+            draws_by_group[key] = theta[:, gi, :]
     return Shares(pl.DataFrame(keyed, schema=schema, orient="row"), cats, int(pairs.sum()), draws_by_group)
 
 
-def _posterior(known: np.ndarray, open_: np.ndarray, pairs: np.ndarray, draws: int, rng) -> tuple[np.ndarray, np.ndarray]:
+def _posterior(known: np.ndarray, open_: np.ndarray, pairs: np.ndarray, reader: np.ndarray, draws: int,
+               rng) -> tuple[np.ndarray, np.ndarray]:
     """Draws of each group's true mix (draws × groups × K), by data augmentation (a Gibbs
-    sampler). The analyst's confusion M_g (rows: the true category; P(analyst's label | true))
-    is each group's own, drawn towards a shared M (`SHARED_WEIGHT` pseudo-failures per true
-    category): an analyst may read one model's outputs worse than another's (a surface symptom
-    that paints one model), and a group with few reviews borrows the others'. An unreviewed
-    failure's true category is drawn from θ_g[y]·M_g[y, a]; θ_g from the group's known and drawn
-    categories; M_g from its reviewed pairs and drawn ones; the shared M from all of them. The
-    review sample depends on the analyst's label only, which is observed, so it is ignorable.
-    Perks priors (1/K per cell) on θ_g and on each row of the shared M.
+    sampler). The analyst's confusion M_m (rows: the true category; P(analyst's label | true))
+    is each model's own (`reader`: the model of each group; a model's slices share it), drawn
+    towards a confusion shared by all (`SHARED_WEIGHT` pseudo-failures per true category): an
+    analyst may read one model's outputs worse than another's (a surface symptom that paints one
+    model), and a model with few reviews borrows the others'. An unreviewed failure's true
+    category is drawn from θ_g[y]·M_m[y, a]; θ_g from the group's known and drawn categories;
+    M_m from its model's reviewed pairs and drawn ones; the shared M from all of them. The review
+    sample depends on the analyst's label only, which is observed, so it is ignorable. Perks
+    priors (1/K per cell) on θ_g and on each row of the shared M.
 
-    Returns the draws of θ_g (the model's mix: what the interval is read from, carrying the
+    Returns the draws of θ_g (the group's mix: what the interval is read from, carrying the
     failures' sampling error) and the mean over draws of each group's own failures' mix (known
     plus drawn categories: the share shown, which is the people's share itself when people
     labelled every failure)."""
     n_groups, k = known.shape
+    n_models = int(reader.max()) + 1
     prior = 1.0 / k
     counts = open_.astype(np.int64)
+    cells = np.argwhere(counts > 0)  # (group, analyst label) cells with failures to draw
+    cell_group, cell_label = cells[:, 0], cells[:, 1]
+    cell_counts = counts[cell_group, cell_label]
+
+    reviewed = np.zeros((n_models, k, k))  # people's label × analyst's label, per model
+    np.add.at(reviewed, reader, pairs)
+    # where each cell's drawn categories add up (np.bincount: far faster than np.add.at in the loop)
+    y = np.arange(k)
+    to_group = (cell_group[:, None] * k + y).ravel()
+    to_model = ((reader[cell_group][:, None] * k + y) * k + cell_label[:, None]).ravel()
     theta = _dirichlet(rng, known + open_ + prior)
-    shared = _dirichlet(rng, pairs.sum(axis=0) + prior)
-    confusion = _dirichlet(rng, pairs + SHARED_WEIGHT * shared + prior)  # (groups, y, a)
+    shared = _dirichlet(rng, reviewed.sum(axis=0) + prior)
+    confusion = _dirichlet(rng, reviewed + SHARED_WEIGHT * shared + prior)  # (models, y, a)
     out = np.empty((draws, n_groups, k))
     own = np.zeros((n_groups, k))
     for t in range(BURN_IN + draws * THIN):
-        # P(true y | analyst said a, group g) ∝ θ[g, y] · M_g[y, a]: shape (groups, a, y)
+        # P(true y | analyst said a, group g) ∝ θ[g, y] · M_m(g)[y, a], for the cells with failures
         # (a floor: draws of tiny Dirichlet parameters can underflow to 0 everywhere)
-        weights = theta[:, None, :] * confusion.transpose(0, 2, 1) + 1e-300
-        imputed = rng.multinomial(counts, weights / weights.sum(axis=2, keepdims=True))
-        mine = pairs + imputed.transpose(0, 2, 1)  # (groups, y, a)
-        theta = _dirichlet(rng, known + imputed.sum(axis=1) + prior)
+        weights = theta[cell_group] * confusion[reader[cell_group], :, cell_label] + 1e-300
+        drawn = rng.multinomial(cell_counts, weights / weights.sum(axis=1, keepdims=True))  # (cells, y)
+        flat = drawn.ravel()
+        imputed = np.bincount(to_group, flat, n_groups * k).reshape(n_groups, k)
+        mine = reviewed + np.bincount(to_model, flat, n_models * k * k).reshape(n_models, k, k)
+        theta = _dirichlet(rng, known + imputed + prior)
         shared = _dirichlet(rng, mine.sum(axis=0) + prior)
         confusion = _dirichlet(rng, mine + SHARED_WEIGHT * shared)
         if t >= BURN_IN and (t - BURN_IN) % THIN == 0:
             out[(t - BURN_IN) // THIN] = theta
-            own += known + imputed.sum(axis=1)
+            own += known + imputed
     total = known.sum(axis=1, keepdims=True) + counts.sum(axis=1, keepdims=True)
     return out, np.divide(own / draws, total, out=np.zeros_like(own), where=total > 0)
 

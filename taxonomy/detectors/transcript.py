@@ -163,16 +163,22 @@ def detect_unaddressed_error(steps: list[dict], rec: dict, declared: set[str] | 
 
 
 _PIECE = re.compile(r"[^\W_]{3,}")
-_NOT_PARTICULAR = frozenset("true false none null json str int cmd code query path print read open import".split())
+# words that name no particular thing: JSON and argument words, shell commands, file kinds
+_NOT_PARTICULAR = frozenset(
+    "true false none null json str int cmd code query path print read open import cat echo grep find head tail "
+    "sudo bash python python3 curl wget txt csv log html yaml".split())
 
 
 def _pieces(text: str) -> set[str]:
-    return {w.casefold() for w in _PIECE.findall(text)} - _NOT_PARTICULAR
+    """The particular words of a call's arguments: of a path, its last part only (two calls in
+    one folder do not seek the same thing; two that name one file do)."""
+    last_parts = (token.rsplit("/", 1)[-1] for token in text.split())
+    return {w.casefold() for part in last_parts for w in _PIECE.findall(part)} - _NOT_PARTICULAR
 
 
 def _another_route(failed: Action, later: list[Action]) -> bool:
     """A later working call of another tool whose arguments share a particular (a name, an id's
-    part, a path's part, a number) with the failed call's: the agent sought the same thing
+    part, a file's name, a number) with the failed call's: the agent sought the same thing
     another way ("cat /challenge/flag.txt" denied, then python's open('/challenge/flag.txt');
     get_user_details(sara_doe_496) not found, then find_user_id_by_name_zip(Sara, Doe))."""
     sought = _pieces(failed.signature.split("|", 1)[-1])
