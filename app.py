@@ -21,10 +21,16 @@ f = ui.sidebar_filters()
 inv = ui.load(q.inventory, models=f.models, datasets=f.datasets, domains=f.domains)
 opts = ui.load(q.filter_options)
 cols = st.columns(6)
+# every count here says its rule: this one is every split as judged at ingest, the analysis's below
+# is the main split under the analysis threshold (three right numbers read as one wrong one)
+RULES = {"Predictions": "every prediction of every split, reruns included",
+         "Failures": "every split, as judged when the logs were loaded (each run's stored verdicts), reruns "
+                     "included; the analysis below counts the main split's latest outcomes under the "
+                     "analysis threshold"}
 for col, (label, value) in zip(cols, [("Runs", inv["runs"]), ("Models", inv["models"]),
                                       ("Datasets", inv["datasets"]), ("Domains", inv["domains"]),
                                       ("Predictions", inv["predictions"]), ("Failures", inv["failures"])]):
-    col.metric(label, fmt.count(value))
+    col.metric(label, fmt.count(value), help=RULES.get(label))
 scope = "under these filters" if f.params() else "loaded"
 st.caption(f"Counts {scope} (every split). Formats: {md(inv['formats'] or '—')}. "
            f"Infrastructure errors (kept apart from model failures): {fmt.count(inv['infra_errors'])}.")
@@ -50,10 +56,12 @@ else:
         "the predictions picked for analysis (ErrorMap's device, 0.7 of the metric's range unless "
         "moved in the sidebar), not the harness's number; for a 0/1 metric the two are one number.")
     ui.sensitivity_strip(acc, f)
-    for line in stats.unequal_questions(acc):
-        st.warning(f"Models answered different numbers of questions on {md(line)}: their "
-                   "numbers are over different question sets; compare them on the Compare "
-                   "page, which pairs the questions both answered.", icon=":material/rule:")
+    unequal = stats.unequal_questions(acc)
+    if unequal:
+        # one note for every such dataset (eight yellow boxes, mostly one model's shot variants, shouted)
+        st.info(f"Models answered different numbers of questions on {fmt.plural(len(unequal), 'dataset')}: "
+                + "; ".join(md(line) for line in unequal) + ". Their numbers are over different question "
+                "sets; the Compare page pairs the questions both answered.", icon=":material/rule:")
     st.download_button(
         "Download a static report (HTML)", ui.report_html(f), file_name="faultline-report.html",
         mime="text/html", icon=":material/download:",
@@ -68,7 +76,9 @@ else:
     failed = int(acc["failures"].sum()) if not acc.is_empty() else 0
     top = found.row(0, named=True)
     st.markdown(f"**{fmt.count(top['analysed'])}** of {fmt.count(failed)} failures analysed by "
-                f"**{md(top['analyst'])}** ({fmt.count(top['classified'])} classified).")
+                f"**{md(top['analyst'])}** ({fmt.count(top['classified'])} classified). Failures here: the "
+                "latest outcome of each question on each run's main split, under the analysis threshold "
+                "(the header above counts every split as loaded).")
     ui.moved_threshold_note(f)
     show_table(found, name="analysts", hide_index=True, column_config=columns.config(found.columns))
     ui.offline_caveat(top["analyst"])

@@ -163,8 +163,44 @@ HEAD_READ = 64 * 1024
 
 
 def remember_heads(on: bool) -> None:
-    global _heads
+    global _heads, _found
     _heads = {} if on else None
+    _found = {} if on else None
+
+
+# What `holds` found while a command recognises its inputs: (path, needles, cap) -> found
+_found: dict[tuple, frozenset[bytes]] | None = None
+SCAN_CHUNK = 1 << 20
+
+
+def holds(path: Path, needles: tuple[bytes, ...], cap: int) -> frozenset[bytes]:
+    """Which of `needles` occur in the first `cap` bytes of a regular file, read a chunk at a time
+    (a format's telling keys can lie past its head, after a long first field); the scan stops once
+    every needle is found. Empty when the file is not one or cannot be read."""
+    key = (str(path), needles, cap)
+    if _found is not None and key in _found:
+        return _found[key]
+    found: set[bytes] = set()
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except (OSError, ValueError):
+        return frozenset()
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode) and not outside_roots(path):
+            os.set_blocking(fd, True)
+            overlap, tail, read = max(map(len, needles)) - 1, b"", 0
+            while read < cap and len(found) < len(needles) and (chunk := os.read(fd, min(SCAN_CHUNK, cap - read))):
+                read += len(chunk)
+                window = tail + chunk
+                found.update(n for n in needles if n in window)
+                tail = window[-overlap:] if overlap else b""
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    if _found is not None:
+        _found[key] = frozenset(found)
+    return frozenset(found)
 
 
 def head(path: Path, size: int) -> bytes | None:

@@ -37,7 +37,7 @@ from .jsonio import TOO_DEEP
 from .limits import human, parse_size
 from .options import ReadOptions
 from .registry import by_name, choose
-from .report import IngestSummary, RunNote, resolve_pending, skipped_files
+from .report import IngestSummary, RunNote, resolve_pending, skipped_files, skipped_lines
 from .source import Source
 from .walk import scanning, total_size
 
@@ -409,6 +409,9 @@ def ingest_paths(
                         # a chunk went to disk: free what parsing it left behind in reference cycles
                         gc.collect()
                     del item
+            if not runs.kept and summary.skipped:
+                # exit 0 with nothing stored would read as success: say why nothing was loaded
+                raise IngestError("nothing loaded: every log found was skipped\n" + "\n".join(skipped_lines(summary.skipped)))
         runs.record_late_verdicts(staging.commit(runs.late_rules()))
     with read_connection(summary.db) as con:
         summary.reruns = collapsed_reruns(con, list(runs.kept))

@@ -16,6 +16,7 @@ from .sources import (
     helm,
     inspect_log,
     lmeval,
+    messages,
     oaieval,
     openhands,
     promptfoo,
@@ -29,7 +30,8 @@ from .sources import (
 # their suffix. Everything else about a format lives in its module.
 SOURCES: tuple[Source, ...] = (
     helm.SOURCE, lmeval.SOURCE, inspect_log.SOURCE, eee.SOURCE, oaieval.SOURCE, promptfoo.SOURCE,
-    swe_agent.SOURCE, openhands.SOURCE, tau_bench.SOURCE, atif.SOURCE, who_when.SOURCE, *custom.SOURCES,
+    swe_agent.SOURCE, openhands.SOURCE, tau_bench.SOURCE, atif.SOURCE, who_when.SOURCE, messages.SOURCE,
+    *custom.SOURCES,
 )
 FORMATS = ("auto", *(s.name for s in SOURCES))
 
@@ -69,7 +71,7 @@ def _foreign_jsonl(path: Path) -> str | None:
         return None
     # formats a JSONL file can be in that the table reader would misread: name them, not --map
     for keys, what in (lookalike for source in SOURCES for lookalike in source.jsonl_lookalikes):
-        if keys <= set(row) and not ({"instance_id", "output"} <= set(row)):
+        if keys <= set(row) and not custom.predictions_row(set(row)):
             return f"looks like {what} (first line keys: {', '.join(sorted(row))})"
     return None
 

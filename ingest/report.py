@@ -24,7 +24,7 @@ from store.runs import Collapsed
 
 from . import files
 from .sources import custom, lmeval
-from .walk import every_file_below, helm_bookkeeping, helm_runs_below
+from .walk import HIDDEN, every_file_below, helm_bookkeeping, helm_runs_below
 
 if TYPE_CHECKING:
     from core.records import ParsedRun
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 OWN_TABLE = "a table of your own: read only when named directly (python -m ingest FILE)"
 SKIP_REASONS = (OWN_TABLE, "format not read", "results file without samples", "unreadable", files.NOT_REGULAR,
-                files.OUTSIDE)
+                files.OUTSIDE, HIDDEN)
 SHOWN_PATHS = 3
 # more skipped files than this: every one of them goes to a file whose path the summary prints
 LISTED_IN_SUMMARY = 20
@@ -288,10 +288,10 @@ def skipped_files(path: Path, readers: list["Source"]) -> dict[str, list[Path]]:
     names = {r.name for r in readers}
     suites = {run.parent for run in helm_runs_below(path)} if "helm" in names else set()
     out: dict[str, list[Path]] = {}
-    for file, in_run in every_file_below(path):
+    for file, in_run, passed_over in every_file_below(path):
         if in_run and "helm" in names or helm_bookkeeping(file, suites):
             continue
-        refused = files.refusal(file)
+        refused = passed_over or files.refusal(file)
         if refused:
             out.setdefault(refused, []).append(file)
             continue

@@ -1,6 +1,8 @@
 """Finding logs below a folder the user pointed at, the same way for every reader.
 
-Folders are searched at any depth. Symbolic links to folders are followed once: a folder already
+Folders are searched at any depth. Hidden folders (a name starting with a dot, `..foo` too) are
+not entered, and named in the summary; tool folders (`.git`, `__pycache__`, virtual environments)
+are passed over without a word. Symbolic links to folders are followed once: a folder already
 visited (by device and inode) is not entered again, so a link loop ends. The kernel's virtual
 file systems are never entered, so `ingest /` does not read /proc. Only regular files are offered
 to the readers (a FIFO would block them, a device never end), and under `files.confine` only
@@ -19,6 +21,7 @@ from . import files as _files
 from .errors import IngestError
 
 _SKIP = {".git", "__pycache__", "node_modules", ".venv", "venv"}
+HIDDEN = "hidden folder (its name starts with a dot): not searched; name it to read it"
 _VIRTUAL = {Path("/proc"), Path("/sys"), Path("/dev")}
 HELM_RUN_MARKER = "run_spec.json"
 
@@ -66,15 +69,16 @@ def scanning():
             _files.remember_heads(False)
 
 
-def _folders(path: Path, refused: list[Path] | None = None) -> Iterator[tuple[Path, list[str]]]:
+def _folders(path: Path, refused: list[tuple[Path, str]] | None = None) -> Iterator[tuple[Path, list[str]]]:
     """(folder, its file names) at any depth below `path`, in a stable order, skipping tool
     folders; a HELM run folder is a leaf (its subfolders are never logs of their own).
-    Folders outside the data roots are not entered; `refused` collects them."""
+    Hidden folders and folders outside the data roots are not entered; `refused` collects them,
+    each with the reason."""
     if _listings is None:
         return _walk(path, refused)
     key = (str(path), _files.roots())
     if key not in _listings:
-        found: list[Path] = []
+        found: list[tuple[Path, str]] = []
         _listings[key] = (list(_walk(path, found)), found)
     listing, outside = _listings[key]
     if refused is not None:
@@ -96,7 +100,7 @@ def total_size(path: Path) -> int:
     return total
 
 
-def _walk(path: Path, refused: list[Path] | None = None) -> Iterator[tuple[Path, list[str]]]:
+def _walk(path: Path, refused: list[tuple[Path, str]] | None = None) -> Iterator[tuple[Path, list[str]]]:
     seen: set[tuple[int, int]] = set()
     if not _enterable(path, seen):
         return
@@ -107,11 +111,12 @@ def _walk(path: Path, refused: list[Path] | None = None) -> Iterator[tuple[Path,
         else:
             keep = []
             for d in sorted(dirs):
-                if d in _SKIP or d.startswith("."):
+                if d in _SKIP:
                     continue
-                if _files.outside_roots(here / d):
+                why = HIDDEN if d.startswith(".") else _files.OUTSIDE if _files.outside_roots(here / d) else None
+                if why:
                     if refused is not None:
-                        refused.append(here / d)
+                        refused.append((here / d, why))
                 elif _enterable(here / d, seen):
                     keep.append(d)
             dirs[:] = keep
@@ -153,16 +158,16 @@ def helm_runs_below(path: Path, limit: int | None = None) -> list[Path]:
     return found
 
 
-def every_file_below(path: Path) -> Iterator[tuple[Path, bool]]:
-    """(file, whether it lies in a HELM run folder) for every file a folder search visits, and
-    the folders it did not enter because they lie outside the data roots (not in a run)."""
-    refused: list[Path] = []
+def every_file_below(path: Path) -> Iterator[tuple[Path, bool, str | None]]:
+    """(file, whether it lies in a HELM run folder, None) for every file a folder search visits,
+    and (folder, False, why) for the folders it did not enter: hidden, or outside the data roots."""
+    refused: list[tuple[Path, str]] = []
     for here, files in _folders(path, refused):
         in_run = HELM_RUN_MARKER in files
         for name in sorted(files):
-            yield here / name, in_run
-    for folder in refused:
-        yield folder, False
+            yield here / name, in_run, None
+    for folder, why in refused:
+        yield folder, False, why
 
 
 # What helm-run and helm-summarize write beside a suite's run folders (helm/benchmark/runner.py,

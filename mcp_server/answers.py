@@ -304,7 +304,10 @@ def compare(con, s: Settings, a: str, b: str, datasets=None, domains=None, analy
         "comparison": summary,
         "definitions": {
             "pairs": "questions both models answered (paired by id, else by question text)",
-            "mcnemar": "a_only_fail = A fails where B passes; p = exact two-sided McNemar",
+            "mcnemar": "a_only_fail = A fails where B passes; p = exact two-sided McNemar; mde = the smallest "
+                       "difference in failure rate (a share of the pairs) the test finds with 80% power at "
+                       "alpha 0.05 given the observed discordance (null: none can be found); per dataset, q = "
+                       "Benjamini-Hochberg over the datasets' McNemar tests",
             "categories": "error types only: shares of each model's failures with an error type; p_fisher, "
                           "q_bh (Benjamini-Hochberg; finding significant at q <= 0.05), p_paired (McNemar "
                           "within the type), p_errormap (the ErrorMap paper's check, overstates significance)",

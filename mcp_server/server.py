@@ -13,14 +13,16 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 import store
 from stats import fmt, links
 from store import FaultlineError
 
 from .answers import MAX_LIMIT, Settings, answer
+from .bounds import error
 
 NAME = "faultline"
 HOST = "127.0.0.1"
@@ -82,10 +84,41 @@ class Counter:
         self.errors = 0
 
 
+def argument_error(exc: ValidationError, budget: int) -> str:
+    """A call whose arguments the tool's schema refuses, answered as every other error is (JSON with
+    `error`, plus each refused argument and what it must be), not in the SDK's pydantic text with
+    its links. The refused values are the caller's own: they are not repeated."""
+    problems = [{"argument": ".".join(str(part) for part in e["loc"]) or "(arguments)",
+                 "problem": "missing: this argument is required" if e["type"] == "missing" else e["msg"]}
+                for e in exc.errors(include_url=False, include_input=False)]
+    names = ", ".join(p["argument"] for p in problems)
+    return error(f"invalid argument(s): {names}", budget, arguments=problems)
+
+
+class _Server(MCPServer):
+    """The SDK's server, with a call the tool's schema refuses answered in Faultline's own error style."""
+
+    def __init__(self, *args, budget: int, counter: Counter, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._budget, self._counter = budget, counter
+
+    async def call_tool(self, name, arguments, context=None):
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc, UnexpectedToolError) or not isinstance(exc.__cause__, ValidationError):
+                raise
+            self._counter.calls += 1
+            self._counter.errors += 1
+            return CallToolResult(content=[TextContent(type="text", text=argument_error(exc.__cause__, self._budget))],
+                                  is_error=True)
+
+
 def build_server(settings: Settings, counter: Counter | None = None) -> MCPServer:
     """The MCP server over the store in `settings`; every tool answers read-only."""
     counter = counter or Counter()
-    server = MCPServer(NAME, title="Faultline", instructions=INSTRUCTIONS, log_level="WARNING")
+    server = _Server(NAME, title="Faultline", instructions=INSTRUCTIONS, log_level="WARNING",
+                     budget=settings.budget, counter=counter)
 
     def call(tool: str, **arguments) -> CallToolResult:
         text, is_error = answer(tool, settings, **arguments)

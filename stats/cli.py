@@ -1,6 +1,6 @@
-"""`python -m stats accuracy|signatures|compare|report|mcp`: accuracy with intervals, each model's
-error-type shares with their error, the comparison and the static report from the command line,
-and the store served read-only to agents."""
+"""`python -m stats accuracy|signatures|power|compare|report|mcp`: accuracy with intervals, each
+model's error-type shares with their error, how many questions a planned comparison needs, the
+comparison and the static report from the command line, and the store served read-only to agents."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from core.names import json_visible, visible_output
 from core.numbers import arg_type, whole_number
 from store import FaultlineError
 from store import queries as q
+from core.significance import ALPHA
 
 from . import fmt
 from .agents import agent_compare, agent_lines, compare_json
@@ -24,6 +25,7 @@ from .compare import (
     check_known,
     compare,
     label_noise_line,
+    undetected,
     mix_lines,
     pick_analyst,
     regressions,
@@ -76,6 +78,17 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--threshold", nargs="+", default=[], metavar="DATASET=X", help=_THRESHOLD_HELP)
     g.add_argument("--json", action="store_true", help="print JSON (the summary goes to stderr)")
 
+    w = sub.add_parser("power", help="how many paired questions a planned comparison needs (exact McNemar, "
+                                     "80%% power, α = 0.05)")
+    w.add_argument("--baseline", type=_share, required=True, metavar="P",
+                   help="model A's failure rate, a share in (0, 1), e.g. 0.3")
+    w.add_argument("--diff", type=_share, required=True, metavar="D",
+                   help="the difference in failure rate to detect (B − A), a share, e.g. 0.05")
+    w.add_argument("--discordance", type=_share, metavar="X",
+                   help="the share of questions the two models disagree on (default: as if their failures "
+                        "were independent; `stats compare` on a pilot gives it as (A-only + B-only) / pairs)")
+    w.add_argument("--json", action="store_true", help="print JSON")
+
     c = sub.add_parser("compare", help="paired comparison of two models' failures")
     c.add_argument("a", metavar="MODEL_A")
     c.add_argument("b", metavar="MODEL_B")
@@ -111,6 +124,45 @@ def build_parser() -> argparse.ArgumentParser:
                    metavar="N",
                    help="bound on every answer's size in estimated tokens (docs/mcp.md; default 10000)")
     return p
+
+
+def _share(text: str) -> float:
+    from core.numbers import NumberError, decimal_number
+
+    try:
+        value = decimal_number(text, "")
+    except NumberError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a share between 0 and 1 (exclusive)")
+    return value
+
+
+def _power(args) -> int:
+    from core.power import POWER, discordance_if_independent, mcnemar_power, pairs_needed
+
+    if args.baseline + args.diff >= 1:
+        raise FaultlineError(f"--baseline {args.baseline:g} plus --diff {args.diff:g} is not a failure rate below 1")
+    psi = args.discordance if args.discordance is not None else discordance_if_independent(args.baseline, args.diff)
+    if args.diff > psi:
+        raise FaultlineError(f"a difference of {args.diff:g} needs the models to disagree on at least that share of "
+                             f"the questions; --discordance is {psi:g}")
+    n = pairs_needed(args.baseline, args.diff, args.discordance)
+    out = {"baseline": args.baseline, "diff": args.diff, "discordance": psi,
+           "discordance_from": "given" if args.discordance is not None else "independent failures",
+           "alpha": ALPHA, "power": POWER, "test": "exact McNemar (two-sided)", "pairs": n,
+           "power_at_pairs": mcnemar_power(n, psi, args.diff) if n else None}
+    if args.json:
+        print(json.dumps(out, indent=2))
+    elif n is None:
+        print(f"more than 200,000 paired questions: a difference of {fmt.pct(args.diff)} in failure rate is too "
+              f"small to detect at a discordance of {fmt.pct(psi)}")
+    else:
+        print(f"{fmt.count(n)} paired questions detect a difference of {fmt.pct(args.diff)} in failure rate "
+              f"(A {fmt.pct(args.baseline)}, B {fmt.pct(args.baseline + args.diff)}) with "
+              f"{fmt.pct(out['power_at_pairs'])} power at α = {ALPHA:g} (exact McNemar), when the models disagree on "
+              f"{fmt.pct(psi)} of the questions ({out['discordance_from']})")
+    return 0
 
 
 def _thresholds(con, args) -> dict[str, float]:
@@ -230,10 +282,11 @@ def _print_table(result) -> None:
                           f"B {fmt.count(c.b_count)} ({fmt.pct(c.b_share)})"
                           for c in result.not_error_types))
     if len(result.by_dataset) > 1 or any(d.scores for d in result.by_dataset):
-        print("\nPer dataset (paired questions):")
+        print("\nPer dataset (paired questions; q: Benjamini–Hochberg over the datasets' McNemar tests):")
         for d in result.by_dataset:
             print(f"  {d.dataset}: {fmt.plural(d.n_pairs, 'question')}, only A fails {fmt.count(d.a_only_fail)}, "
-                  f"only B fails {fmt.count(d.b_only_fail)}, McNemar p = {fmt.p_value(d.p)}")
+                  f"only B fails {fmt.count(d.b_only_fail)}, McNemar p = {fmt.p_value(d.p)}, q = {fmt.p_value(d.q)}"
+                  + (undetected(d.mde) if d.q is not None and d.q > ALPHA else ""))
             for line in score_lines(d):
                 print(f"    {line}")
 
@@ -305,8 +358,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args) -> int:
     try:
-        return {"accuracy": _accuracy, "signatures": _signatures, "compare": _compare, "report": _report,
-                "mcp": _mcp}[args.command](args)
+        return {"accuracy": _accuracy, "signatures": _signatures, "power": _power, "compare": _compare,
+                "report": _report, "mcp": _mcp}[args.command](args)
     except FaultlineError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         return exc.exit_code

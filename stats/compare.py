@@ -107,6 +107,10 @@ class ScoreTest:
     bootstrap_ci_high: float
     wilcoxon_p: float
     wilcoxon_n: int  # the non-zero differences the test ranks
+    # the smallest mean difference a paired test detects with 80% power at α = 0.05 (core/power.py)
+    mde: float | None = None
+    # Benjamini–Hochberg over the Wilcoxon tests of the comparison's continuous datasets
+    wilcoxon_q: float | None = None
     bootstrap_seed: int = t.BOOTSTRAP_SEED
     bootstrap_replicates: int = t.BOOTSTRAP_REPLICATES
     zero_method: str = "wilcox"  # zero differences dropped
@@ -139,11 +143,16 @@ class DatasetComparison:
     categories: list[CategoryResult] = field(default_factory=list)
     scores: ScoreTest | None = None
     sensitivity: list[Sensitivity] = field(default_factory=list)
+    # Benjamini–Hochberg over the McNemar tests of every dataset of the comparison, and the
+    # smallest difference in failure rates this dataset's test detects with 80% power
+    q: float | None = None
+    mde: float | None = None
 
     def to_json(self) -> dict:
         return {
             "dataset": self.dataset, "n_pairs": self.n_pairs,
-            "mcnemar": {"a_only_fail": self.a_only_fail, "b_only_fail": self.b_only_fail, "p": self.p},
+            "mcnemar": {"a_only_fail": self.a_only_fail, "b_only_fail": self.b_only_fail, "p": self.p,
+                        "q": self.q, "mde": self.mde},
             "a_total": self.a_total, "b_total": self.b_total,
             "categories": [_category_json(c) for c in self.categories],
             "scores": None if self.scores is None else {k: _json_number(v) for k, v in asdict(self.scores).items()},
@@ -203,6 +212,9 @@ class Comparison:
     # filters, corrected where people's labels measured the analyst); None without an analyst
     shares: pl.DataFrame | None = None
     shares_method: str | None = None
+    # the smallest difference in failure rates (B − A, a share of the paired questions) the
+    # McNemar test detects with 80% power at α = 0.05 given the observed discordance
+    mde: float | None = None
 
     @property
     def mixes_differ(self) -> bool:
@@ -238,7 +250,7 @@ class Comparison:
             "a_labelled": self.a_labelled,
             "b_labelled": self.b_labelled,
             "mcnemar": {"a_only_fail": self.a_only_fail, "b_only_fail": self.b_only_fail,
-                        "p": self.p},
+                        "p": self.p, "mde": self.mde},
             "categories": [_category_json(c) for c in self.categories],
             "not_error_types": [{k: _json_number(v) for k, v in asdict(c).items()}
                                 for c in self.not_error_types],
@@ -436,7 +448,9 @@ def compare_frames(a, b, analyst, datasets, domains, paired: pl.DataFrame, every
         by_dataset.append(DatasetComparison(
             dataset=dataset, n_pairs=part["n_pairs"], a_only_fail=part["a_only"], b_only_fail=part["b_only"],
             p=t.mcnemar_exact(part["a_only"], part["b_only"]), a_total=part["a_total"],
-            b_total=part["b_total"], categories=part["categories"], scores=score_test, sensitivity=strip))
+            b_total=part["b_total"], categories=part["categories"], scores=score_test, sensitivity=strip,
+            mde=_mde(part["n_pairs"], part["a_only"] + part["b_only"])))
+    by_dataset = _across_datasets(by_dataset)
     return Comparison(
         a=a, b=b, analyst=analyst, datasets=list(datasets), domains=list(domains), split=split,
         n_pairs=pooled["n_pairs"],
@@ -448,7 +462,26 @@ def compare_frames(a, b, analyst, datasets, domains, paired: pl.DataFrame, every
         not_error_types=pooled["not_errors"], a_labelled=pooled["a_labelled"],
         b_labelled=pooled["b_labelled"], unpaired=unpaired, by_dataset=by_dataset,
         mix=_mix(a, b, everywhere, on_pairs), thresholds=dict(thresholds or {}),
+        mde=_mde(pooled["n_pairs"], pooled["a_only"] + pooled["b_only"]),
     )
+
+
+def _mde(n_pairs: int, discordant: int) -> float | None:
+    from core.power import mcnemar_mde
+
+    return mcnemar_mde(n_pairs, discordant / n_pairs) if n_pairs else None
+
+
+def _across_datasets(parts: list[DatasetComparison]) -> list[DatasetComparison]:
+    """Each dataset's McNemar q, and each continuous dataset's Wilcoxon q: Benjamini–Hochberg over
+    the datasets of the comparison (one family per test)."""
+    if not parts:
+        return parts
+    qs = t.bh([d.p for d in parts])
+    scored = [i for i, d in enumerate(parts) if d.scores is not None]
+    wq = dict(zip(scored, t.bh([parts[i].scores.wilcoxon_p for i in scored])))
+    return [replace(d, q=qv, scores=None if d.scores is None else replace(d.scores, wilcoxon_q=wq[i]))
+            for i, (d, qv) in enumerate(zip(parts, qs))]
 
 
 def _mix(a: str, b: str, everywhere: pl.DataFrame, on_pairs: pl.DataFrame) -> list[MixRow]:
@@ -473,10 +506,13 @@ def _scores(frame: pl.DataFrame, rule, line: float | None) -> tuple[ScoreTest, l
     diff = b_scores - a_scores
     mean, low, high = t.paired_bootstrap(diff)
     p, ranked = t.wilcoxon_signed_rank(diff)
+    from core.power import paired_t_mde
+
     test = ScoreTest(metric=rule.metric, scale_min=rule.low, scale_max=rule.high,
                      lower_is_better=rule.lower_is_better, n=len(diff), a_mean=float(a_scores.mean()),
                      b_mean=float(b_scores.mean()), mean_difference=mean, bootstrap_ci_low=low,
-                     bootstrap_ci_high=high, wilcoxon_p=p, wilcoxon_n=ranked)
+                     bootstrap_ci_high=high, wilcoxon_p=p, wilcoxon_n=ranked,
+                     mde=paired_t_mde(len(diff), float(diff.std(ddof=1))) if len(diff) > 1 else None)
     lines = [(share, rule.line(share)) for share in SENSITIVITY]
     if line is not None and not any(math.isclose(line, v, abs_tol=1e-9) for _, v in lines):
         lines.append((None, line))
@@ -512,11 +548,18 @@ def verdict(c: Comparison) -> str:
         return (f"{head}: only {fmt.plural(n, 'question')} where they differ, too few to tell the "
                 f"models apart (McNemar exact p = {fmt.p_value(c.p)}).")
     if c.p > t.ALPHA:
-        return f"{head}: no significant difference (McNemar exact p = {fmt.p_value(c.p)})."
+        return f"{head}: no significant difference (McNemar exact p = {fmt.p_value(c.p)}){undetected(c.mde)}."
     worse = c.a if c.a_only_fail > c.b_only_fail else c.b
     better = c.b if worse == c.a else c.a
     return (f"{head}: {worse} fails significantly more often than {better} "
             f"(McNemar exact p = {fmt.p_value(c.p)}).")
+
+
+def undetected(mde: float | None, what: str = "in failure rate") -> str:
+    """", and no difference of X or more detected": what a non-significant test could have seen."""
+    if mde is None:
+        return ""
+    return f"; no difference of {fmt.pct(mde)} or more {what} detected (80% power at α = 0.05)"
 
 
 def label_noise_line(result: Comparison) -> str:
@@ -567,8 +610,11 @@ def score_lines(d: DatasetComparison) -> list[str]:
            f"{fmt.signed_score(sc.mean_difference, *span)} (95% paired bootstrap "
            f"{fmt.score_interval(sc.bootstrap_ci_low, sc.bootstrap_ci_high, *span, signed=True)}, "
            f"{fmt.count(sc.bootstrap_replicates)} resamples, seed {sc.bootstrap_seed}); Wilcoxon signed-rank "
-           f"p = {fmt.p_value(sc.wilcoxon_p)} on {fmt.plural(sc.wilcoxon_n, 'non-zero difference')} "
-           "(zero differences dropped)"]
+           f"p = {fmt.p_value(sc.wilcoxon_p)}"
+           + (f" (q = {fmt.p_value(sc.wilcoxon_q)} over the continuous datasets)" if sc.wilcoxon_q is not None else "")
+           + f" on {fmt.plural(sc.wilcoxon_n, 'non-zero difference')} (zero differences dropped)"
+           + (f"; the smallest mean difference detectable with 80% power is {fmt.score(sc.mde, *span)} "
+              "(paired t, a stand-in for the Wilcoxon)" if sc.mde is not None else "")]
     for x in d.sensitivity:
         at = f"{x.share:g} of the range" if x.share is not None else "the line in use"
         out.append(f"failures at {fmt.number(x.line)} ({at}): A {fmt.count(x.a_failures)}, B "

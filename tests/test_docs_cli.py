@@ -24,6 +24,7 @@ COMMANDS = {
     ("taxonomy", "calibrate"): ("analysis.md",),
     ("stats", "accuracy"): ("stats.md",),
     ("stats", "signatures"): ("stats.md",),
+    ("stats", "power"): ("stats.md",),
     ("stats", "compare"): ("stats.md",),
     ("stats", "report"): ("stats.md",),
     ("stats", "mcp"): ("mcp.md",),

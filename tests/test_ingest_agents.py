@@ -98,7 +98,8 @@ def test_inspect_ctf_every_event_once(tmp_db):
 
 
 def test_inspect_tool_call_errors_are_marked(tmp_db):
-    summary = ingest_paths([TOOL_ERROR], db=tmp_db)
+    # Inspect's test log names its model and task "...": placeholders, so the flags name them
+    summary = ingest_paths([TOOL_ERROR], db=tmp_db, options=ReadOptions(model="openai/gpt-4o", dataset="includes"))
     log = json.loads(TOOL_ERROR.read_text())
     errors = [m["error"]["type"] for m in log["samples"][0]["messages"] if m.get("error")]
     assert (summary.predictions, summary.unscored, summary.steps) == (1, 1, 11) == (1, 1, len(errors))

@@ -125,12 +125,12 @@ def test_samples_file_alone_finds_its_aggregate(tmp_db):
 
 
 def test_aggregate_alone_is_skipped_with_its_reason(tmp_db):
-    summary = ingest_paths([AGGREGATES / "98ea850e-7019-4728-a558-8b1819ec47c2.json"], db=tmp_db)
-    assert summary.runs == 0
-    assert reader_skips(summary) == [
-        (str(AGGREGATES / "98ea850e-7019-4728-a558-8b1819ec47c2.json"), "aggregate scores only, no instance-level samples")
-    ]
-    assert "  aggregate scores only, no instance-level samples (1): " in "\n".join(summary.details())
+    # a load that skipped everything stored nothing: it fails, with the reason
+    aggregate = AGGREGATES / "98ea850e-7019-4728-a558-8b1819ec47c2.json"
+    with pytest.raises(IngestError) as caught:
+        ingest_paths([aggregate], db=tmp_db)
+    assert caught.value.message == ("nothing loaded: every log found was skipped\nskipped 1 file:\n"
+                                    f"  aggregate scores only, no instance-level samples (1): {aggregate}")
 
 
 def test_reingest_replaces(tmp_db):
@@ -202,6 +202,10 @@ def test_whole_fixture_tree_reads_every_format(tmp_path):
         (str(agents / "tau-bench" / "gpt-4o-airline.json"), "tau-bench results name no model (only its file name can, and this one "
          "does not follow tau-bench's pattern): pass --model NAME"),
         (str(agents / "who-when-algorithm-generated"), "Who&When logs name no model: pass --model NAME"),
+        # Inspect's own test log names its model and task "...": a placeholder, not a name
+        (str(agents / "inspect-tool-call-error" / "log_tool_call_error.json"),
+         "eval.model is '...', a placeholder, not a name; eval.task is '...', a placeholder, not a name "
+         "(pass --model NAME and --dataset NAME)"),
     ]
     assert reader_skips(summary) == sorted(SKIPPED + no_model)
     assert summary.runs == sum(n for _, n, _ in formats)

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 
-from conftest import q, reader_skips
-from ingest import ingest_paths
+import pytest
+
+from conftest import q
+from ingest import IngestError, ingest_paths
 
 EVAL_ID = "bench/org/model/1750000000"
 
@@ -117,11 +119,11 @@ def test_oaieval_without_match_events_is_skipped_with_its_reason(tmp_path):
         _event(0, "arith.dev.1", "sampling", {"prompt": "2+2?", "sampled": "4"}),
         _event(1, "arith.dev.1", "metrics", {"choice": "Y", "score": 1.0}),
     ])
-    summary = ingest_paths([log], db=tmp_path / "s.duckdb")
-    assert summary.runs == 0
-    assert reader_skips(summary) == sorted([
-        (str(log), "no match events (events: metrics, sampling); Faultline reads match-scored evals")
-    ])
+    # the only log skipped: nothing loaded, and the load fails with the reason
+    with pytest.raises(IngestError) as caught:
+        ingest_paths([log], db=tmp_path / "s.duckdb")
+    assert caught.value.message.endswith(
+        f"  no match events (events: metrics, sampling); Faultline reads match-scored evals (1): {log}")
 
 
 def _pf_result(provider, prompt, test_idx, success, failure_reason=0, **extra):

@@ -525,9 +525,15 @@ def test_other_mistakes_say_what_to_do(demo_db, tmp_path):
     assert is_error and data["error"] == "compare two different models (both are 'demo/atlas-7b')"
     data, is_error = ask(demo_db, "failures", cursor="next please")
     assert is_error and "pass the page's next_cursor" in data["error"]
-    # the SDK checks the arguments' types and ranges before any answer is built
-    data_text = session(build_server(Settings(db=str(demo_db))), [("results", {"limit": 0})])[0]
-    assert data_text[1] and "greater than or equal to 1" in data_text[0]
+    # the SDK checks the arguments' types and ranges before any answer is built; its refusals read
+    # like every other error: JSON, each argument and what it must be, no pydantic text or link
+    data, is_error = ask(demo_db, "results", limit=-5)
+    assert is_error and data["error"] == "invalid argument(s): limit"
+    assert data["arguments"] == [{"argument": "limit", "problem": "Input should be greater than or equal to 1"}]
+    data, is_error = ask(demo_db, "question", dataset="demo_math")
+    assert is_error and data["arguments"] == [{"argument": "instance_id",
+                                               "problem": "missing: this argument is required"}]
+    assert "pydantic" not in json.dumps(data) and "-5" not in json.dumps(data)
     # a store with outcomes but no analysis says which command makes one
     bare = tmp_path / "bare.duckdb"
     seed(bare, [dict(model="x/a", dataset="d", instance_id="1", is_correct=False)])

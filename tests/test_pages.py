@@ -885,3 +885,38 @@ def test_instance_view_shows_the_verdict_rule_judges_and_chosen_option(tmp_db, m
     refs = frame_with(at, "option", "reference", "correct")
     assert refs.to_dict("records") == [{"option": "A", "reference": "Paris", "correct": "yes"},
                                        {"option": "B", "reference": "Lyon", "correct": "no"}]
+
+
+def test_unequal_question_sets_are_one_note_not_a_box_per_dataset(tmp_path, monkeypatch):
+    """Three datasets where the models answered different numbers of questions: one note names all
+    three (eight yellow boxes, mostly one model's shot variants, shouted over the page)."""
+    from seed_store import seed
+
+    db = tmp_path / "s.duckdb"
+    rows = [{"model": m, "dataset": d, "instance_id": f"q{i}", "is_correct": i % 2 == 0}
+            for d, sizes in (("d1", (4, 6)), ("d2", (3, 5)), ("d3", (2, 7)), ("d4", (5, 5)))
+            for m, n in zip(("m/a", "m/b"), sizes) for i in range(n)]
+    seed(db, rows)
+    monkeypatch.setenv("FAULTLINE_DB", str(db))
+    at = run_page()
+    notes = [i.value for i in at.info if "different numbers of questions" in i.value]
+    # (the Markdown source: a dataset's name is data, its colon escaped)
+    assert notes == ["Models answered different numbers of questions on 3 datasets: d1\\: 4 vs 6 questions; "
+                     "d2\\: 3 vs 5 questions; d3\\: 2 vs 7 questions. Their numbers are over different question "
+                     "sets; the Compare page pairs the questions both answered."]
+    assert not [w for w in at.warning if "different numbers of questions" in w.value]
+
+
+def test_compare_opens_on_two_models_not_two_settings_of_one():
+    import polars as pl
+
+    from ui.pairs import best_partner, default_pair
+
+    shared = pl.DataFrame({"a": ["phi · 0-shot", "llama", "llama", "tiny"],
+                           "b": ["phi · 5-shot", "phi · 0-shot", "phi · 5-shot", "phi · 0-shot"],
+                           "shared": [1000, 900, 880, 100]})
+    models = ["llama", "phi · 0-shot", "phi · 5-shot", "tiny"]
+    assert default_pair(shared, models) == ("llama", "phi · 0-shot")
+    assert best_partner(shared, "phi · 0-shot", models) == "llama"
+    # another model sharing under half as many: the two settings it is
+    assert best_partner(shared.filter(pl.col("a") != "llama"), "phi · 0-shot", models) == "phi · 5-shot"

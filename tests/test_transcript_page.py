@@ -150,3 +150,15 @@ def test_each_model_s_transcript_is_picked_by_the_link(long_store):
     assert "Steps 0–2 of 3. Link to a step: add step=N to this page's link." in shown
     at.selectbox(key="transcript").set_value("agent-a").run()
     assert any(t.startswith("5,000 steps") for t in texts(at))
+
+
+def test_a_tool_name_in_a_step_heading_reads_as_written():
+    """In a code span nothing is Markdown: the name is not escaped (find\\_user read with its
+    backslash), and a backtick in it cannot close the span early."""
+    from ui.transcript import _head
+
+    step = {"step_index": 3, "agent": None, "role": "assistant", "kind": "tool call",
+            "tool_name": "find_user_id_by_name_zip", "error": None, "seconds": None, "output_tokens": None,
+            "finish_reason": None}
+    assert _head(step) == "**#3** · assistant · :blue-badge[tool call] `find_user_id_by_name_zip`"
+    assert _head({**step, "tool_name": "a`b"}).endswith(":blue-badge[tool call] ``a`b``")

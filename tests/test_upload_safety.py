@@ -225,3 +225,26 @@ def test_a_typed_path_with_a_nul_byte_or_a_name_too_long_is_refused(tmp_path, ty
     with pytest.raises(UploadRefused) as err:
         allowed_path(typed, [tmp_path.resolve()])
     assert "not a usable path" in err.value.message and why in err.value.message
+
+
+def test_a_spreadsheet_uploads_whole_and_a_fake_one_is_refused(tmp_path):
+    """The CLI reads .xlsx: the picker takes it too, checked from its central directory like any
+    zip (a spreadsheet is one), kept whole for ingest to read."""
+    import io
+
+    from openpyxl import Workbook
+
+    from ui.uploads import UPLOAD_TYPES, UploadRefused, check_upload, save_uploads
+
+    assert "xlsx" in UPLOAD_TYPES
+    book = Workbook()
+    sheet = book.active
+    sheet.append(["model", "dataset", "instance_id", "input", "output", "reference", "correct"])
+    sheet.append(["m", "d", "q1", "2+2?", "5", "4", 0])
+    buffer = io.BytesIO()
+    book.save(buffer)
+    assert check_upload("preds.xlsx", buffer.getvalue()) == "preds.xlsx"
+    saved = save_uploads([("preds.xlsx", buffer.getvalue())], tmp_path)
+    assert [p.name for p in saved] == ["preds.xlsx"] and saved[0].read_bytes() == buffer.getvalue()
+    with pytest.raises(UploadRefused, match="preds.xlsx: "):
+        check_upload("preds.xlsx", b"model,dataset\nm,d\n")

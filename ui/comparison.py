@@ -31,6 +31,7 @@ def per_dataset(c, acc: pl.DataFrame) -> None:
         "a_number": headline_text(own[(c.a, d.dataset)]) if (c.a, d.dataset) in own else "–",
         "b_number": headline_text(own[(c.b, d.dataset)]) if (c.b, d.dataset) in own else "–",
         "a_only_fail": d.a_only_fail, "b_only_fail": d.b_only_fail, "p_text": fmt.p_value(d.p),
+        "q_text": fmt.p_value(d.q), "mde_text": fmt.pct(d.mde) if d.mde is not None else "–",
     } for d in c.by_dataset])
     show_table(frame, name="compare-by-dataset", hide_index=True, column_config=columns.config(
         frame.columns, n_pairs=columns.count("Both answered"),
@@ -40,7 +41,19 @@ def per_dataset(c, acc: pl.DataFrame) -> None:
                                                                 "question it answered in the dataset"),
         a_only_fail=columns.count("Only A fails"), b_only_fail=columns.count("Only B fails"),
         p_text=st.column_config.TextColumn("McNemar p", alignment="right",
-                                           help="Exact McNemar test on the questions only one model fails")))
+                                           help="Exact McNemar test on the questions only one model fails"),
+        q_text=st.column_config.TextColumn("q (BH)", alignment="right",
+                                           help="McNemar p adjusted for testing every dataset of this "
+                                                "comparison at once (Benjamini–Hochberg; one family: the "
+                                                "datasets' McNemar tests)"),
+        mde_text=st.column_config.TextColumn(
+            "Detectable", alignment="right",
+            help="The smallest difference in failure rate (a share of the questions both answered) the "
+                 "exact McNemar test finds with 80% power at α = 0.05, given how often the two models "
+                 "disagree here: where q > 0.05, no difference of this size or more was detected")))
+    st.caption("q: Benjamini–Hochberg over the datasets' McNemar tests (one family). Detectable: what each "
+               "test could have found with 80% power; a non-significant dataset detected no difference of "
+               "that size or more.")
     scored = [d for d in c.by_dataset if d.scores is not None]
     if not scored:
         return
@@ -51,6 +64,8 @@ def per_dataset(c, acc: pl.DataFrame) -> None:
         "difference": f"{fmt.signed_score(d.scores.mean_difference, *_span(d))} "
                       f"({fmt.score_interval(d.scores.bootstrap_ci_low, d.scores.bootstrap_ci_high, *_span(d), signed=True)})",
         "wilcoxon": f"{fmt.p_value(d.scores.wilcoxon_p)} (n = {fmt.count(d.scores.wilcoxon_n)})",
+        "wilcoxon_q": fmt.p_value(d.scores.wilcoxon_q),
+        "mde": _score(d, d.scores.mde) if d.scores.mde is not None else "–",
     } for d in scored])
     show_table(frame, name="compare-paired-scores", hide_index=True, column_config=columns.config(
         frame.columns, metric=st.column_config.TextColumn("Metric (scale)"),
@@ -63,7 +78,14 @@ def per_dataset(c, acc: pl.DataFrame) -> None:
         wilcoxon=st.column_config.TextColumn(
             "Wilcoxon p", alignment="right",
             help="Wilcoxon signed-rank test (two-sided) of the paired score differences; zero differences "
-                 "are dropped, n counts those ranked")))
+                 "are dropped, n counts those ranked"),
+        wilcoxon_q=st.column_config.TextColumn(
+            "Wilcoxon q", alignment="right",
+            help="Benjamini–Hochberg over the Wilcoxon tests of this comparison's continuous datasets"),
+        mde=st.column_config.TextColumn(
+            "Detectable", alignment="right",
+            help="The smallest mean difference a paired t-test finds with 80% power at α = 0.05 given the "
+                 "differences' spread (the Wilcoxon's efficiency is 0.86-0.95 of the t-test's)")))
     st.caption("Each dataset apart: scales and difficulty differ. A's and B's numbers are each model's own "
                "result on every question it answered; the tests are on the questions both answered.")
     for d in scored:

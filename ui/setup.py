@@ -42,8 +42,8 @@ def loader(expanded: bool = False, label: str = "Load logs and analyse failures"
                      + ", ".join(str(r) for r in roots) + " (FAULTLINE_DATA_ROOTS).",
             )
             uploads = st.file_uploader(
-                "…or upload files (JSONL/CSV predictions, lm-eval samples, Inspect logs, a HELM suite "
-                "or a folder of logs as .zip)",
+                "…or upload files (JSONL/CSV/Excel predictions, lm-eval samples, Inspect logs, a HELM "
+                "suite or a folder of logs as .zip)",
                 type=UPLOAD_TYPES, accept_multiple_files=True,
             )
             fmt = st.selectbox("Format", FORMATS, help="auto recognises each path by what it looks like")

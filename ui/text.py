@@ -79,6 +79,17 @@ def md(text, limit: int = 300) -> str:
     return _MD_SPECIAL.sub(r"\\\1", one_line) + ("…" if cut else "")
 
 
+def code(text, limit: int = 300) -> str:
+    """One line of data as a Markdown code span: shown as written (inside a code span nothing is
+    Markdown, so escaping would show its backslashes: `find\\_user` for find_user), fenced by one
+    backtick more than the longest run of backticks in it."""
+    one_line, cut = clip(" ".join(str(text if text is not None else "").split()), limit)
+    one_line = visible(one_line) + ("…" if cut else "")
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", one_line)), default=0) + 1)
+    pad = " " if one_line.startswith("`") or one_line.endswith("`") else ""
+    return f"{fence}{pad}{one_line}{pad}{fence}"
+
+
 def md_lines(text, limit: int = 8000) -> str:
     """Several lines of data made safe for Markdown, each kept on its own line (indented ones
     indented): a whole error message, never cut after its first line."""

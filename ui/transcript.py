@@ -21,7 +21,7 @@ from store import transcripts as tr
 
 from . import evidence
 from .data import load
-from .text import clip, cut_note, md, visible
+from .text import clip, code, cut_note, md, visible
 
 # characters of a step's text shown before "show all"; a step is a line of the timeline, not a page
 PREVIEW_CHARS = 600
@@ -75,9 +75,9 @@ def _head(s: dict) -> str:
         bits.append(md(s["role"], 40))
     kind = s["kind"]
     if kind == "tool call":
-        bits.append(f":blue-badge[tool call] `{md(s['tool_name'] or '(unnamed)', 80)}`")
+        bits.append(f":blue-badge[tool call] {code(s['tool_name'] or '(unnamed)', 80)}")
     elif kind == "tool result":
-        bits.append(f":gray-badge[tool result] `{md(s['tool_name'] or '(unnamed)', 80)}`")
+        bits.append(f":gray-badge[tool result] {code(s['tool_name'] or '(unnamed)', 80)}")
     elif kind == "error":
         bits.append(":red-badge[error]")
     elif kind == "system event":

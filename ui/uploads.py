@@ -34,8 +34,9 @@ from store import FaultlineError
 
 PROJECT_DATA = Path(__file__).resolve().parent.parent / "data"
 TEXT_TYPES = {".jsonl", ".ndjson", ".csv", ".tsv", ".json"}
-# .eval: an Inspect log, kept whole; .zip: a folder of logs (a HELM suite), unpacked
-ARCHIVE_TYPES = {".eval", ".zip"}
+# .eval: an Inspect log, and .xlsx: a spreadsheet of predictions (both zip files), kept whole
+# and checked from their central directory like any archive; .zip: a folder of logs, unpacked
+ARCHIVE_TYPES = {".eval", ".xlsx", ".zip"}
 UPLOAD_TYPES = sorted(t.lstrip(".") for t in TEXT_TYPES | ARCHIVE_TYPES)
 MIB = 1024 * 1024
 NAME_BYTES = 255  # the longest file name most file systems take
@@ -176,7 +177,7 @@ def _entries(name: str, archive: zipfile.ZipFile, size: int, limits: Limits,
 
 def _check_nested(name: str, archive: zipfile.ZipFile, infos: list[zipfile.ZipInfo], limits: Limits,
                   tally: _Tally) -> None:
-    """Every archive among `infos` (a .eval or .zip entry) checked as one uploaded alone would be,
+    """Every archive among `infos` (a .eval, .xlsx or .zip entry) checked as one uploaded alone would be,
     its entries counted in `tally` with the outer archive's, before anything is unpacked. Its
     central directory sits at its end, so the entry is inflated first (into a spooled temporary
     file, within the caps its own header was checked against); then its headers are checked, then
@@ -280,7 +281,7 @@ def check_upload(name: str, data: bytes, limits: Limits | None = None) -> str:
     if len(data) > limits.file_bytes:
         raise UploadRefused(f"{name}: larger than {limits.file_bytes // MIB} MiB "
                             "(FAULTLINE_MAX_UPLOAD_MB); refused")
-    if Path(name).suffix.lower() == ".eval":
+    if Path(name).suffix.lower() in (".eval", ".xlsx"):
         _check_archive(name, data, limits)
     elif Path(name).suffix.lower() == ".zip":
         # the headers now, and those of every archive inside; the bytes as they are unpacked

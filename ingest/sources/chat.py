@@ -96,3 +96,16 @@ def add_call(transcript: Transcript, instance_id: str, trial: int, call: Any, wh
                    arguments=arguments if arguments is not None else {},
                    error=f"malformed tool call: {parse_error}" if isinstance(parse_error, str) and parse_error else None,
                    **fields)
+
+
+def said(messages: list, role: str, *, last: bool) -> str | None:
+    """The text of the first (or last) message of `role` that has some — an agent's task is its
+    first user message, its answer its last assistant message — read as `content_text` reads it."""
+    order = range(len(messages) - 1, -1, -1) if last else range(len(messages))
+    for n in order:
+        message = messages[n]
+        if isinstance(message, dict) and isinstance(message.get("role"), str) and ROLES.get(message["role"].lower()) == role:
+            text = content_text(message.get("content"), f"[{n}]")
+            if text and text.strip():
+                return text
+    return None

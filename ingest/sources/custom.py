@@ -35,7 +35,7 @@ from ..limits import ArchiveReader, Limits, human
 from ..options import ReadOptions
 from ..source import Source
 from ..transcript import Transcript
-from .chat import add_messages
+from .chat import add_messages, said
 
 # how a run whose file has a correct column is judged
 CORRECT_COLUMN = {"lower_is_better": False, "scale_source": "binary", "verdict_rule": "the file's correct column (true passes, false fails)"}
@@ -142,6 +142,12 @@ class CustomRow(BaseModel):
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             return str(v)
         raise ValueError(f"expected text, found {type(v).__name__}")
+
+
+def predictions_row(columns: set[str]) -> bool:
+    """Whether a row with these columns holds predictions: an id and an output, which for an
+    agent's transcript (a `messages` column) is its last assistant message."""
+    return "instance_id" in columns and bool({"output", "messages"} & columns)
 
 
 def looks_like(path: Path, kind: str) -> bool:
@@ -330,7 +336,9 @@ def read(path: Path, options: ReadOptions, kind: str) -> Iterator[ParsedRun]:
         hasher.update(json.dumps(raw, sort_keys=True, default=str).encode())
         if columns_seen is None:
             columns_seen = set(raw)
-            missing = [f for f in REQUIRED if mapping[f] not in columns_seen]
+            # an agent's output is its last assistant message: a messages column stands for output
+            missing = [f for f in REQUIRED if mapping[f] not in columns_seen
+                       and not (f == "output" and mapping["messages"] in columns_seen)]
             if not options.model and mapping["model"] not in columns_seen:
                 missing.append("model")
             if mapping["score"] not in columns_seen and mapping["correct"] not in columns_seen:
@@ -403,7 +411,7 @@ def _build_run(path, kind, model, dataset, domain, rows, content_hash, options) 
         score = r.score if is_finite(r.score) else None
         predictions.append(PredictionRecord(
             instance_id=r.instance_id,
-            output_text=r.output,
+            output_text=r.output if r.output is not None or r.messages is None else said(r.messages, "assistant", last=True),
             metrics={"score": score} if score is not None else {},
             score=score if score is not None else (float(r.correct) if r.correct is not None else None),
             is_correct=r.correct if r.correct is not None else rule.judge(score) if rule else None,

@@ -3,9 +3,9 @@ history: [{role, name, content}], is_correct, mistake_agent, mistake_step, mista
 
 A folder of them is one run; `question_ID` is the instance, `history` the transcript, one step
 per entry (so Who&When's `mistake_step` is the step's `step_index`), the speaking agent its
-`name` (the hand-crafted half puts the agent in `role`). Verdict: the file's `is_correct`. The
-files name no model: give --model. The human labels (mistake agent, step and reason) are not
-read here: they are a reviewer's, not the harness's.
+`name` (the hand-crafted half puts the agent in `role`). Verdict: the file's `is_correct`
+(`is_corrected` in the hand-crafted half). The files name no model: give --model. The human
+labels (mistake agent, step and reason) are not read here: they are a reviewer's, not the harness's.
 
 Pipeline: load → identity → instances and predictions with steps → verdict.
 """
@@ -34,13 +34,31 @@ FORMAT = "who-when"
 VERDICT = binary_verdict_fields("is_correct", "who&when is_correct", "the log's is_correct (true passes, false fails)")
 
 
+# Who&When's keys beside `history`: its labels, or (when a file has none) its question and verdict;
+# the hand-crafted half writes the verdict as `is_corrected`
+VERDICT_KEYS = ("is_correct", "is_corrected")
+LABEL = b'"mistake_agent"'
+UNLABELLED = (b'"question_ID"', b'"ground_truth"')
+VERDICTS = tuple(f'"{k}"'.encode() for k in VERDICT_KEYS)
+TELLING = (LABEL, *UNLABELLED, *VERDICTS)
+HEAD_BYTES = 1 << 16
+# the keys follow the history, which can be long: a file whose head does not hold them is scanned
+# this far for them (Who&When's logs are a few MB at most)
+SCAN_BYTES = 64 << 20
+
+
 def _is_log(path: Path) -> bool:
     if path.suffix.lower() != ".json":
         return False
-    head = files.head(path, 1 << 16) or b""
-    # the labels follow the history, which can be long: the keys before it say what this is
-    return head.lstrip()[:1] == b"{" and b'"history"' in head and (b'"mistake_agent"' in head or (
-        b'"question_ID"' in head and b'"is_correct"' in head and b'"ground_truth"' in head))
+    head = files.head(path, HEAD_BYTES) or b""
+    if head.lstrip()[:1] != b"{" or b'"history"' not in head:
+        return False
+    return _telling({k for k in TELLING if k in head}) or (
+        len(head) == HEAD_BYTES and _telling(files.holds(path, TELLING, SCAN_BYTES)))
+
+
+def _telling(found: set[bytes] | frozenset[bytes]) -> bool:
+    return LABEL in found or (set(UNLABELLED) <= found and any(k in found for k in VERDICTS))
 
 
 def looks_like(path: Path) -> bool:
@@ -100,9 +118,10 @@ def read_run(folder: Path, logs: list[Path], options: ReadOptions) -> ParsedRun:
             agent = message.get("name") if isinstance(message.get("name"), str) else (raw_role if role is None else None)
             transcript.add(iid, 0, "message", where=where, role=role or "assistant", agent=agent,
                            text=content_text(message.get("content"), where), source_ref=f"history[{n}]")
-        verdict = log.get("is_correct")
+        key = next((k for k in VERDICT_KEYS if k in log), VERDICT_KEYS[0])
+        verdict = log.get(key)
         if not isinstance(verdict, bool):
-            raise IngestError(f"{file}: is_correct: expected true or false, found {verdict!r}")
+            raise IngestError(f"{file}: {key}: expected true or false, found {verdict!r}")
         question = log.get("question") if isinstance(log.get("question"), str) else None
         truth = log.get("ground_truth")
         instances.append(InstanceRecord(
@@ -115,4 +134,4 @@ def read_run(folder: Path, logs: list[Path], options: ReadOptions) -> ParsedRun:
                      transcript=transcript, verdict=VERDICT, settings={})
 
 
-SOURCE = Source(FORMAT, looks_like, read, count_runs, "Who&When logs: .json with history and mistake_agent")
+SOURCE = Source(FORMAT, looks_like, read, count_runs, "Who&When logs: .json with history and mistake_agent (anywhere in the file)")

@@ -31,7 +31,7 @@ from typing import Any, Iterator
 
 from pydantic import ValidationError
 
-from core.errors import Ask
+from core.errors import Ask, SettingsNeeded
 from core.names import canonical_dataset, question_hash
 from core.numbers import number_or_none, whole_or_none
 from core.records import (
@@ -41,6 +41,7 @@ from core.records import (
     PredictionRecord,
     Reference,
     RunRecord,
+    Skipped,
 )
 from core.times import log_time
 from core.verdicts import (
@@ -96,11 +97,19 @@ def count_runs(path: Path) -> int:
     return len(_log_files(path)) if path.is_dir() else 1
 
 
-def read(path: Path, options: ReadOptions) -> Iterator[ParsedRun]:
+def read(path: Path, options: ReadOptions) -> Iterator[ParsedRun | Skipped]:
     files = _log_files(path) if path.is_dir() else [path]
     if not files:
         raise IngestError(f"{path}: no Inspect .eval or .json log here")
-    yield from read_each(files, lambda log_file: [read_log(log_file, options)], "Inspect log")
+    for log_file in files:
+        try:
+            yield from read_each([log_file], lambda f: [read_log(f, options)], "Inspect log")
+        except IngestError as exc:
+            # a log of a folder that cannot be read does not keep its neighbours out: it is skipped
+            # and named with the reason; a named log, or one that needs a flag the load lacks, stops it
+            if not path.is_dir() or isinstance(exc, SettingsNeeded):
+                raise
+            yield Skipped(path=str(log_file), reason=exc.message.removeprefix(f"{log_file}: "))
 
 
 @dataclass(frozen=True)
@@ -153,14 +162,15 @@ def _load(path: Path, options: ReadOptions) -> tuple[_Log, list[str]]:
 
 def _task(log: _Log, where: str, options: ReadOptions) -> _Task:
     eval_spec = expect(log.header.get("eval"), dict, f"{where}: eval")
-    model = options.model or eval_spec.get("model")
-    if not isinstance(model, str) or not model:
-        raise IngestError(f"{where}: eval.model is missing (pass --model NAME)")
     task = eval_spec.get("task")
-    dataset_raw = task if isinstance(task, str) and task else None
-    dataset = options.dataset or (canonical_dataset(dataset_raw, options.pass_config.aliases) if dataset_raw else None)
-    if not dataset:
-        raise IngestError(f"{where}: eval.task is missing (pass --dataset NAME)")
+    (model, no_model), (dataset_raw, no_task) = _named(eval_spec, "model"), _named(eval_spec, "task")
+    missing = [(problem, flag) for problem, flag, given in ((no_model, "--model NAME", options.model),
+                                                            (no_task, "--dataset NAME", options.dataset))
+               if problem and not given]
+    if missing:
+        raise IngestError(f"{where}: {'; '.join(p for p, _ in missing)} (pass {' and '.join(f for _, f in missing)})")
+    model = options.model or model
+    dataset = options.dataset or canonical_dataset(dataset_raw, options.pass_config.aliases)
     if not log.samples:
         raise IngestError(f"{where}: no samples in the log (was it written with --no-log-samples?)")
     override = options.pass_config.for_dataset(dataset, dataset_raw)
@@ -173,6 +183,17 @@ def _task(log: _Log, where: str, options: ReadOptions) -> _Task:
             raise IngestError(f"{where}: no field {judged.field!r} in the values of scorer {judged.scorer!r} "
                               f"(fields: {', '.join(fields) or 'none, its values are no dicts'})")
     return _Task(model, task, dataset, dataset_raw, judged, override, eval_spec)
+
+
+def _named(eval_spec: dict, key: str) -> tuple[str | None, str | None]:
+    """The log's model or task name, or what is wrong with it. A placeholder without a letter or
+    digit ("...", as Inspect's own test logs have) names nothing: said so, never stored as a name."""
+    value = eval_spec.get(key)
+    if not isinstance(value, str) or not value:
+        return None, f"eval.{key} is missing"
+    if not any(c.isalnum() for c in value):
+        return None, f"eval.{key} is {value!r}, a placeholder, not a name"
+    return value, None
 
 
 def _instances_and_predictions(log: _Log, task: _Task) -> tuple[list[InstanceRecord], list[PredictionRecord]]:
@@ -794,7 +815,8 @@ def _normalized(log: _Log, where: str) -> tuple[_Log, list[str]]:
 HEADER_SCALARS = (
     ("version",), ("status",), ("eval", "task"), ("eval", "model"), ("eval", "task_id"), ("eval", "run_id"),
     ("results", "total_samples"), ("results", "completed_samples"),
-    ("results", "scores", "*", "name"), ("results", "scores", "*", "metrics", "*", "value"),
+    ("results", "scores", "*", "name"), ("results", "scores", "*", "scorer"),
+    ("results", "scores", "*", "metrics", "*", "value"),
     ("results", "scorer", "name"), ("results", "metrics", "*", "value"),
 )
 SAMPLE_SCALARS = (
