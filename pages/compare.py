@@ -105,8 +105,9 @@ else:
                        "this error type (McNemar exact; 5 or fewer such questions cannot reach "
                        "p ≤ 0.05). The paper's check treats the stronger model's share as known "
                        "and overstates significance: shown for parity only.")
-            show_table(shown.select(columns.COMPARE_PAIRED), name="compare-paired", hide_index=True,
-                         column_config=columns.config(columns.COMPARE_PAIRED))
+            paired_key = columns.compare_paired(c)
+            show_table(shown.select(paired_key), name="compare-paired", hide_index=True,
+                       column_config=columns.config(paired_key))
         comparison.error_types_per_dataset(c, pair, analyst)
     else:
         st.info("Neither model has a failure with an error type under these filters; the labels "

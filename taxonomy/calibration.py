@@ -310,21 +310,22 @@ def status(con, analyst: str) -> dict:
 
 
 def analyst_caveat(con, analyst: str) -> str:
-    """One sentence on how far the analyst's labels were measured, for every page's caveat."""
+    """One sentence on how far the analyst's labels were measured, for every page's caveat (plain
+    text: pages escape it whole, so it holds no Markdown of its own)."""
     s = status(con, analyst)
     cal = s["calibration"]
     if cal is None:
         if s["reviews"]:
             return (f"Analyst accuracy not calibrated: {s['reviews']} of its labels have a people's label; "
-                    f"run `python -m taxonomy calibrate --analyst {analyst}` to measure it.")
+                    f"run python -m taxonomy calibrate --analyst {analyst} to measure it.")
         return ("Analyst accuracy not measured: review 50 failures to measure it (Taxonomy page, or "
-                f"`python -m taxonomy review-sample --analyst {analyst} --n 50`).")
+                f"python -m taxonomy review-sample --analyst {analyst} --n 50).")
     m = cal["report"]["all"]
     kappa = f"κ {m['kappa']:.2f}" if m.get("kappa") is not None else "κ undefined"
     sp = m.get("specific_precision")
     text = (f"Analyst measured on {m['n']} people's labels: {kappa}, "
             f"{'–' if sp is None else f'{sp:.0%}'} of its specific labels right.")
     if s["stale"]:
-        text += f" Stale ({'; '.join(s['stale'])}): run `python -m taxonomy calibrate --analyst {analyst}` again."
+        text += f" Stale ({'; '.join(s['stale'])}): run python -m taxonomy calibrate --analyst {analyst} again."
     return text
 

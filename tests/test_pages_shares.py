@@ -25,7 +25,7 @@ from tests.test_pages import charts, run_page
 from ui.text import md
 
 NOT_MEASURED = ("Analyst accuracy not measured: review 50 failures to measure it (Taxonomy page, or "
-                "`python -m taxonomy review-sample --analyst offline --n 50`).")
+                "python -m taxonomy review-sample --analyst offline --n 50).")
 
 
 def chart_rows(chart) -> list[dict]:

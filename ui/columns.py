@@ -40,15 +40,15 @@ LABELS = {
     "analysed": "Failures analysed",
     "classified": "Classified",
     "classifiers": "Classified by",
-    "a_count": "A: failures in category",
-    "b_count": "B: failures in category",
+    "a_count": "A: failures",
+    "b_count": "B: failures",
     "a_only_fail": "Paired: only A fails with it",
     "b_only_fail": "Paired: only B fails with it",
     "is_correct": "Passed",
     "passed": "Passed",
     "finding": "Finding",
     "q_text": "q (BH)",
-    "corrected_text": "B − A corrected (95%)",
+    "corrected_text": "Corrected Δ, 95%",
     "p_fisher_text": "p (Fisher)",
     "p_paired_text": "p (paired)",
     "p_errormap_text": "p (paper's check)",
@@ -109,6 +109,9 @@ LABELS = {
 
 # numbers shown as text (missing values read "–", intervals as "47.2–61.7%")
 TEXT_NUMBERS = {
+    "corrected_text": "The 95% interval of B's share minus A's in the shares corrected for the analyst's "
+                      "misclassification people measured (every failure under the filters). A "
+                      "difference counts only when this interval leaves out 0 as well.",
     "harness": "The harness's own headline, in its own metric and scale: a pass rate, a mean score "
                "(a jury mean of 1–5, an F1 of 0–1), or for a dataset HELM runs domain by domain "
                "(MMLU's subjects) the mean of the domains' numbers.",
@@ -149,9 +152,6 @@ P_HELP = {
     "q_text": "p (Fisher) adjusted for testing every error type at once (Benjamini–Hochberg); "
               "significant when ≤ 0.05.",
     "p_paired_text": "Exact McNemar test on the questions only one model fails with this error type.",
-    "corrected_text": "B's share minus A's in the shares corrected for the analyst's misclassification "
-                      "people measured (every failure under the filters), with its 95% interval. A "
-                      "difference counts only when this interval leaves out 0 as well.",
     "p_errormap_text": "The ErrorMap paper's one-sided binomial check of the weaker model's count "
                        "under the stronger model's share. Shown for parity; it treats that share as "
                        "known and overstates significance.",
@@ -218,16 +218,24 @@ def compare_table(c) -> pl.DataFrame:
         p_errormap_text=pl.Series([fmt.p_value(r.p_errormap) for r in c.categories], dtype=pl.String),
         delta_text=pl.Series([fmt.signed_pct(r.delta) for r in c.categories], dtype=pl.String),
         corrected_text=pl.Series([None if r.corrected_delta is None else
-                                  f"{fmt.signed_pct(r.corrected_delta)} ({fmt.signed_pct(r.corrected_low)} to "
-                                  f"{fmt.signed_pct(r.corrected_high)})" for r in c.categories], dtype=pl.String),
+                                  f"{fmt.signed_pct(r.corrected_low)} to {fmt.signed_pct(r.corrected_high)}"
+                                  for r in c.categories], dtype=pl.String),
     )
 
 
 def compare_key(c) -> list[str]:
-    """The compare table's key columns: the corrected difference beside the tests where people's
-    labels measured the analyst."""
-    corrected = any(r.corrected_delta is not None for r in c.categories)
-    return COMPARE_KEY[:7] + (["corrected_text"] if corrected else []) + COMPARE_KEY[7:]
+    """The compare table's key columns: where people's labels measured the analyst, the corrected
+    difference's interval after Δ, and Fisher's p (q decides) moves to the paired tests' table so
+    the key columns still fit a 1280 px window."""
+    if not any(r.corrected_delta is not None for r in c.categories):
+        return COMPARE_KEY
+    return COMPARE_KEY[:7] + ["corrected_text", "q_text"]
+
+
+def compare_paired(c) -> list[str]:
+    """The paired tests' table (in the expander): Fisher's p joins it when the key table has no room."""
+    moved = any(r.corrected_delta is not None for r in c.categories)
+    return COMPARE_PAIRED[:1] + (["p_fisher_text"] if moved else []) + COMPARE_PAIRED[1:]
 
 
 def _cut(texts: list[str | None], limit: int = 2000) -> list[str | None]:
