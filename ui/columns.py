@@ -320,10 +320,11 @@ def split_error_types(sig: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     its failures carry the analyst's label out of all of them, the shares' denominator) and,
     apart, the labels that are not error types."""
     labelled = "labelled" if "labelled" in sig.columns else "failures"
-    errors = sig.filter(pl.col("error_type")).with_columns(
-        model_label=pl.format("{}\nlabelled {} of {} failures", pl.col("model"),
-                              pl.col(labelled).map_elements(fmt.count, return_dtype=pl.String),
-                              pl.col("failures").map_elements(fmt.count, return_dtype=pl.String)))
+    errors = sig.filter(pl.col("error_type"))
+    # plain Python on collected rows: a Python callback inside polars runs in its thread pool
+    labels = [f"{m}\nlabelled {fmt.count(k)} of {fmt.count(n)} failures"
+              for m, k, n in errors.select("model", labelled, "failures").iter_rows()]
+    errors = errors.with_columns(model_label=pl.Series(labels, dtype=pl.String))
     return errors, sig.filter(~pl.col("error_type"))
 
 
