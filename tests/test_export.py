@@ -127,9 +127,10 @@ def test_a_run_without_any_verdict_round_trips_unscored(tmp_path):
 
 
 # What a plain `python -m ingest` of each shared fixture folder stores (runs, predictions): every
-# log its readers can read without flags (agents: the Inspect CTF and tool-error logs and the
-# OpenHands output; the rest name no model and are skipped and named).
-FIXTURE_FOLDERS = {"agents": (3, 18), "every-eval-ever": (4, 26), "helm": (59, 1625), "inspect": (9, 36),
+# log its readers can read without flags (agents: the Inspect CTF log and the OpenHands output; the
+# Inspect tool-error log names its model and task "..." — placeholders — and the rest name no
+# model: skipped and named).
+FIXTURE_FOLDERS = {"agents": (2, 17), "every-eval-ever": (4, 26), "helm": (59, 1625), "inspect": (9, 36),
                    "lm-eval": (6, 995), "openai-evals": (2, 305), "promptfoo": (2, 4)}
 
 
@@ -144,6 +145,6 @@ def test_every_fixture_format_round_trips(tmp_path):
     columns = f"{OUTCOME_COLUMNS}, train_trial_index, infra_error"
     original = q(source, f"SELECT {columns} FROM outcomes ORDER BY ALL")
     runs, predictions = (sum(n[i] for n in FIXTURE_FOLDERS.values()) for i in (0, 1))
-    assert (summary.runs, summary.predictions) == (runs, len(original)) == (85, 3009)
+    assert (summary.runs, summary.predictions) == (runs, len(original)) == (84, 3008)
     assert q(back, f"SELECT {columns} FROM outcomes ORDER BY ALL") == original
     assert _validate_tree(tmp_path / "out") == predictions
