@@ -13,6 +13,7 @@ others, so that the summary names them.
 from __future__ import annotations
 
 import os
+import re
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
@@ -20,8 +21,13 @@ from typing import Callable, Iterator
 from . import files as _files
 from .errors import IngestError
 
-_SKIP = {".git", "__pycache__", "node_modules", ".venv", "venv"}
+# folders of tools, never logs: passed over without a word (other hidden folders are named)
+_SKIP = {".git", "__pycache__", "node_modules", ".venv", "venv", ".ipynb_checkpoints", ".pytest_cache",
+         ".mypy_cache", ".ruff_cache", ".idea", ".vscode"}
 HIDDEN = "hidden folder (its name starts with a dot): not searched; name it to read it"
+# Faultline's own staging beside a store (store.staging.staging_folder: `.<db name>.ingest-<pid>`):
+# not the user's folder, so not named as one left unread
+_STAGING = re.compile(r"\..+\.ingest-\d+")
 _VIRTUAL = {Path("/proc"), Path("/sys"), Path("/dev")}
 HELM_RUN_MARKER = "run_spec.json"
 
@@ -111,7 +117,7 @@ def _walk(path: Path, refused: list[tuple[Path, str]] | None = None) -> Iterator
         else:
             keep = []
             for d in sorted(dirs):
-                if d in _SKIP:
+                if d in _SKIP or _STAGING.fullmatch(d):
                     continue
                 why = HIDDEN if d.startswith(".") else _files.OUTSIDE if _files.outside_roots(here / d) else None
                 if why:

@@ -20,6 +20,7 @@ from streamlit.testing.v1 import AppTest
 
 import stats
 import store
+from core.power import mcnemar_mde
 from export import export_eee
 from ingest import ingest_paths
 from stats import fmt
@@ -316,8 +317,13 @@ def test_wilcoxon_and_bootstrap_equal_scipy_and_numpy(both_db, capsys):
     a_fail, b_fail = [s < 3.8 for s in ACI[A]], [s < 3.8 for s in ACI[B]]
     n10 = sum(x and not y for x, y in zip(a_fail, b_fail))
     n01 = sum(y and not x for x, y in zip(a_fail, b_fail))
-    assert by["aci_bench"]["mcnemar"] == {"a_only_fail": n10, "b_only_fail": n01,
-                                          "p": sst.binomtest(n10, n10 + n01, 0.5).pvalue}
+    mcnemar = by["aci_bench"]["mcnemar"]
+    assert {k: mcnemar[k] for k in ("a_only_fail", "b_only_fail", "p")} == {
+        "a_only_fail": n10, "b_only_fail": n01, "p": sst.binomtest(n10, n10 + n01, 0.5).pvalue}
+    # q: Benjamini–Hochberg over the datasets' McNemar tests; mde: what the test could detect
+    ps = [d["mcnemar"]["p"] for d in data["by_dataset"]]
+    assert [d["mcnemar"]["q"] for d in data["by_dataset"]] == pytest.approx(list(sst.false_discovery_control(ps)))
+    assert mcnemar["mde"] == mcnemar_mde(by["aci_bench"]["n_pairs"], (n10 + n01) / by["aci_bench"]["n_pairs"])
 
 
 def test_the_bootstrap_draws_in_blocks_what_one_draw_would():

@@ -31,7 +31,7 @@ def per_dataset(c, acc: pl.DataFrame) -> None:
         "a_number": headline_text(own[(c.a, d.dataset)]) if (c.a, d.dataset) in own else "–",
         "b_number": headline_text(own[(c.b, d.dataset)]) if (c.b, d.dataset) in own else "–",
         "a_only_fail": d.a_only_fail, "b_only_fail": d.b_only_fail, "p_text": fmt.p_value(d.p),
-        "q_text": fmt.p_value(d.q), "mde_text": fmt.pct(d.mde) if d.mde is not None else "–",
+        "mcnemar_q": fmt.p_value(d.q), "mde_text": fmt.pct(d.mde) if d.mde is not None else "–",
     } for d in c.by_dataset])
     show_table(frame, name="compare-by-dataset", hide_index=True, column_config=columns.config(
         frame.columns, n_pairs=columns.count("Both answered"),
@@ -42,7 +42,7 @@ def per_dataset(c, acc: pl.DataFrame) -> None:
         a_only_fail=columns.count("Only A fails"), b_only_fail=columns.count("Only B fails"),
         p_text=st.column_config.TextColumn("McNemar p", alignment="right",
                                            help="Exact McNemar test on the questions only one model fails"),
-        q_text=st.column_config.TextColumn("q (BH)", alignment="right",
+        mcnemar_q=st.column_config.TextColumn("q (BH)", alignment="right",
                                            help="McNemar p adjusted for testing every dataset of this "
                                                 "comparison at once (Benjamini–Hochberg; one family: the "
                                                 "datasets' McNemar tests)"),
