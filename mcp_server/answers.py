@@ -29,7 +29,7 @@ from stats.headline import (
     unequal_questions,
 )
 from stats.links import base_url, view_url
-from stats.signatures import shares
+from stats.signatures import shares, shares_method
 from stats.suspects import by_dataset
 from store import FaultlineError
 from store import agreement as sa
@@ -376,15 +376,18 @@ def failures(con, s: Settings, category: str | None = None, models=None, dataset
                                              "models": [r["model"]], "analyst": analyst}))
         rows.append(row)
     ranked = sorted(by_category.values(), key=lambda e: (-e["failures"], e["category"]))
-    est = shares(con, analyst, models, datasets, domains, split=split)
     if category is not None:
+        est = shares(con, analyst, models, datasets, domains, split=split)
         by_category[category]["shares"] = [
             {k: r[k] for k in ("model", "share", "share_low", "share_high")}
             for r in est.frame.filter(pl.col("category") == category).to_dicts()]
+        method = est.method
+    else:  # no shares to show: the sampler need not run for the method's name
+        method = shares_method(con, analyst, datasets, domains, split)
     head = {
         "analyst": analyst,
         "category": category,
-        "shares_method": est.method,
+        "shares_method": method,
         "by_category": [{k: v for k, v in e.items() if k != "models" or e["category"] == category}
                         for e in ranked],
         "definitions": {

@@ -47,8 +47,9 @@ METHOD_CORRECTED = ("corrected for the analyst's measured misclassification (a l
                     "to people's labels)")
 METHOD_SAMPLING = "sampling error only: analyst accuracy not measured"
 
-SHARE_COLUMNS = ("category", "count", "people", "n", "reviewed", "unmeasured", "share", "share_low",
-                 "share_high", "corrected")
+SHARE_SCHEMA = {"category": pl.String, "count": pl.Int64, "people": pl.Int64, "n": pl.Int64, "reviewed": pl.Int64,
+                "unmeasured": pl.Int64, "share": pl.Float64, "share_low": pl.Float64, "share_high": pl.Float64,
+                "corrected": pl.Boolean}
 
 
 @dataclass
@@ -74,7 +75,7 @@ def estimate(failures: pl.DataFrame, keys: list[str], draws: int = DRAWS, seed: 
     """Shares per group (`keys`) from `failures`: one row per failure with `keys`, `category`
     (the analyst's label, NULL: not analysed) and `people` (people's label, NULL: not reviewed).
 
-    Rows: keys, SHARE_COLUMNS, one per category either side used anywhere in the frame."""
+    Rows: keys, SHARE_SCHEMA's columns, one per category either side used anywhere in the frame."""
     f = failures.filter(pl.col("category").is_not_null() | pl.col("people").is_not_null())
     cats = sorted(set(f["category"].drop_nulls().to_list()) | set(f["people"].drop_nulls().to_list()))
     k = len(cats)
@@ -110,9 +111,7 @@ def estimate(failures: pl.DataFrame, keys: list[str], draws: int = DRAWS, seed: 
         theta, own = _posterior(known, open_ * measured, pairs, reader, draws, np.random.default_rng(seed))
         rows = _corrected_rows(cats, theta, own, known, open_, analyst, measured)
     keyed = [{**dict(zip(keys, key)), **r} for gi, key in enumerate(groups) for r in rows[gi * k:(gi + 1) * k]]
-    schema = {**{k_: failures.schema[k_] for k_ in keys}, "category": pl.String, "count": pl.Int64,
-              "people": pl.Int64, "n": pl.Int64, "reviewed": pl.Int64, "unmeasured": pl.Int64,
-              "share": pl.Float64, "share_low": pl.Float64, "share_high": pl.Float64, "corrected": pl.Boolean}
+    schema = {**{k_: failures.schema[k_] for k_ in keys}, **SHARE_SCHEMA}
     draws_by_group = {}
     if theta is not None:
         for gi, key in enumerate(groups):

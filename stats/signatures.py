@@ -10,7 +10,7 @@ from store import queries as q
 from store.calibration import failures_with_people
 from taxonomy.catalog import NOT_ERROR_TYPES
 
-from .shares import FEW, Shares, estimate
+from .shares import FEW, METHOD_CORRECTED, METHOD_SAMPLING, Shares, estimate
 
 SIGNATURE_COLUMNS = ("category", "error_type", "count", "people", "failures", "labelled", "reviewed", "unmeasured",
                      "share", "share_low", "share_high", "corrected", "few", "questions", "per_100")
@@ -33,6 +33,14 @@ def shares(con, analyst: str, models=None, datasets=None, domains=None, by: str 
         est = replace(est, frame=est.frame.filter(pl.col("model").is_in(list(keep))),
                       draws={k: v for k, v in est.draws.items() if k[0] in keep})
     return est
+
+
+def shares_method(con, analyst: str, datasets=None, domains=None, split: str = q.MAIN_SPLIT) -> str:
+    """How `shares` would estimate under these filters (`Shares.method`) without running its
+    sampler: corrected where some failure carries both the analyst's label and people's."""
+    failures = failures_with_people(con, analyst, None, datasets, domains, split=split)
+    reviewed = failures.filter(pl.col("category").is_not_null() & pl.col("people").is_not_null()).height
+    return METHOD_CORRECTED if reviewed else METHOD_SAMPLING
 
 
 def share_rows(est: Shares) -> pl.DataFrame:

@@ -29,7 +29,7 @@ _PEOPLE = """
 """
 
 FAILURE_COLUMNS = ("model", "dataset", "domain", "run_id", "instance_id", "train_trial_index",
-                   "category", "people", "sampled")
+                   "category", "people")
 
 
 def failures_with_people(con: duckdb.DuckDBPyConnection, analyst: str, models=None, datasets=None,
@@ -37,28 +37,24 @@ def failures_with_people(con: duckdb.DuckDBPyConnection, analyst: str, models=No
                          thresholds: dict[str, float] | None = None) -> pl.DataFrame:
     """Every failure under the rule (latest outcomes that fail, judged by `thresholds`), with the
     analyst's category (NULL: not analysed, or its title not classified yet), people's category
-    (NULL: no one labelled it) and whether a review sample drew it. Columns: FAILURE_COLUMNS."""
+    (NULL: no one labelled it). Columns: FAILURE_COLUMNS."""
     cte, params = _latest_cte(models, datasets, domains, split=split, thresholds=thresholds)
     return con.sql(
         f"""{cte},
         mine AS (SELECT run_id, instance_id, train_trial_index, category FROM labelled WHERE analyst = ?),
-        people AS ({_PEOPLE}),
-        drawn AS (SELECT DISTINCT run_id, instance_id, train_trial_index FROM review_samples WHERE analyst = ?)
+        people AS ({_PEOPLE})
         SELECT o.model, o.dataset, o.domain, o.run_id, o.instance_id, o.train_trial_index,
                m.category,
                -- a flag is the latest word on a question but names no category
-               CASE WHEN p.action <> 'flag' AND coalesce(p.category, '') <> '' THEN p.category END AS people,
-               d.run_id IS NOT NULL AS sampled
+               CASE WHEN p.action <> 'flag' AND coalesce(p.category, '') <> '' THEN p.category END AS people
         FROM latest o
         LEFT JOIN mine m ON m.run_id = o.run_id AND m.instance_id = o.instance_id
                         AND m.train_trial_index = o.train_trial_index
         LEFT JOIN people p ON p.run_id = o.run_id AND p.instance_id = o.instance_id
                           AND (p.train_trial_index IS NULL OR p.train_trial_index = o.train_trial_index)
-        LEFT JOIN drawn d ON d.run_id = o.run_id AND d.instance_id = o.instance_id
-                         AND d.train_trial_index = o.train_trial_index
         WHERE NOT o.is_correct
         ORDER BY o.model, o.dataset, o.instance_id, o.run_id, o.train_trial_index""",
-        params=[*params, analyst, analyst, analyst],
+        params=[*params, analyst, analyst],
     ).pl()
 
 

@@ -140,6 +140,19 @@ def review_sample(db=None, analyst: str | None = None, n: int = 50, seed: int = 
     return analyst, out
 
 
+def sample_csv(sample: pl.DataFrame) -> str:
+    """A drawn sample as the label table to fill in (SAMPLE_COLUMNS, no run_id): what
+    `review-sample --out` writes and the Taxonomy page offers for download."""
+    import csv
+    import io
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(SAMPLE_COLUMNS)
+    writer.writerows(sample.select(SAMPLE_COLUMNS).iter_rows())
+    return buffer.getvalue()
+
+
 # ----------------------------------------------------------------------------- the measurement
 
 

@@ -186,24 +186,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _review_sample(args) -> int:
-    import csv
-    import io
-
-    from .calibration import review_sample
+    from .calibration import NOT_ANALYSED, review_sample, sample_csv
 
     analyst, sample = review_sample(args.db, args.analyst, args.n, args.seed, args.models, args.datasets)
-    columns = [c for c in sample.columns if c != "run_id"]
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(columns)
-    writer.writerows(sample.select(columns).iter_rows())
     if args.out:
-        Path(args.out).write_text(buffer.getvalue(), encoding="utf-8")
+        Path(args.out).write_text(sample_csv(sample), encoding="utf-8")
         where = args.out
     else:
-        sys.stdout.write(buffer.getvalue())
+        sys.stdout.write(sample_csv(sample))
         where = "stdout"
-    strata = sample["analyst_category"].fill_null("(not analysed)").value_counts().height if sample.height else 0
+    strata = sample["analyst_category"].fill_null(NOT_ANALYSED).n_unique() if sample.height else 0
     print(f"{sample.height} failures of {analyst} drawn (seed {args.seed}) from {strata} of its labels, written to "
           f"{where}; fill in the category column and load it with `python -m taxonomy labels FILE --reviewer NAME`",
           file=sys.stderr)

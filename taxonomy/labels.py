@@ -186,7 +186,6 @@ def _check(lab: HumanLabel, given: str, stored: int | None) -> None:
 
 TABLE_SUFFIXES = (".csv", ".jsonl")
 TABLE_KEYS = ("dataset", "model", "instance_id")
-TABLE_OPTIONAL = ("category", "train_trial_index", "step", "agent", "reviewer", "note")
 MAX_LABEL_ROWS = 1_000_000
 
 

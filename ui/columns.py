@@ -350,8 +350,8 @@ SHARE_HELP = {
              "or not) whose true category is this one: corrected by people's reviews of the analyst "
              "where there are any, the analyst's own count where not.",
     "share_ci": "95% interval of the share: the analyst's measured misclassification and the sampling "
-                "of failures (Bayesian bootstrap) when people reviewed its labels, else Wilson's on the "
-                "count (sampling only). Whole percentages below 100 failures.",
+                "of failures (a latent-class model's posterior, docs/stats.md) when people reviewed its "
+                "labels, else Wilson's on the count (sampling only). Whole percentages below 100 failures.",
     "few": "Fewer than 5 of the model's failures carry a label here: read the counts, not the share.",
 }
 

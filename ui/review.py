@@ -57,17 +57,11 @@ LABEL_TYPES = ("csv", "jsonl")
 
 
 def sample_csv(sample) -> bytes:
-    """The drawn sample as `python -m taxonomy review-sample --out` writes it (no run_id): the
-    file to fill in and load back."""
-    import csv
-    import io
+    """The drawn sample as `python -m taxonomy review-sample --out` writes it: the file to fill in
+    and load back."""
+    from taxonomy.calibration import sample_csv as table
 
-    columns = [c for c in sample.columns if c != "run_id"]
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(columns)
-    writer.writerows(sample.select(columns).iter_rows())
-    return buffer.getvalue().encode("utf-8")
+    return table(sample).encode("utf-8")
 
 
 def _sample_links(sample, f, analyst: str):
