@@ -152,6 +152,17 @@ def matching_files(path: Path, wanted: Callable[[Path], bool]) -> list[Path]:
     return [path] if path.is_file() and _readable(path) and wanted(path) else []
 
 
+def files_by_folder(path: Path, wanted: Callable[[Path], bool],
+                    folder_of: Callable[[Path], Path] = lambda file: file.parent) -> dict[Path, list[Path]]:
+    """The files `wanted` claims below the folder `path` (or `path` itself, a file named on the
+    command line), grouped by `folder_of` each — its folder unless a format says otherwise (one
+    run per folder of logs), in the walk's order."""
+    groups: dict[Path, list[Path]] = {}
+    for file in files_below(path, wanted) if path.is_dir() else [path]:
+        groups.setdefault(folder_of(file), []).append(file)
+    return groups
+
+
 def helm_runs_below(path: Path, limit: int | None = None) -> list[Path]:
     """HELM run folders at or below `path` (a run, a suite, runs/, benchmark_output/ or any
     folder holding those), in a stable order."""

@@ -11,12 +11,12 @@ from __future__ import annotations
 import ast
 import hashlib
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from core.names import canonical_dataset
-from core.records import InstanceRecord, ParsedRun, PredictionRecord, RunRecord
+from core.records import InstanceRecord, ParsedRun, PredictionRecord, RunRecord, Skipped
 
-from ..errors import IngestError
+from ..errors import MALFORMED, IngestError, malformed
 from ..jsonio import load_json, parse_json, read_bytes
 from ..options import ReadOptions
 from ..transcript import Transcript
@@ -29,6 +29,22 @@ class NeedsFlag(IngestError):
     def __init__(self, where: object, reason: str):
         super().__init__(f"{where}: {reason}")
         self.reason = reason
+
+
+def runs_by_folder(path: Path, groups: dict[Path, list[Path]], read_one: Callable[[Path, list[Path]], ParsedRun],
+                   what: str) -> Iterator[ParsedRun | Skipped]:
+    """One run per group of logs (`groups`: folder → its logs): a group that needs a flag is skipped
+    and named (refused when `path` is the one file asked for); a malformed log stops the load,
+    naming its folder and `what` it is."""
+    for folder, logs in groups.items():
+        try:
+            yield read_one(folder, logs)
+        except NeedsFlag as exc:
+            if path.is_file():
+                raise
+            yield Skipped(path=str(folder), reason=exc.reason)
+        except MALFORMED as exc:
+            raise malformed(folder, what, exc) from None
 
 
 def require(value: Any, where: object, what: str, flag: str) -> str:

@@ -22,13 +22,12 @@ from core.names import question_hash
 from core.records import InstanceRecord, ParsedRun, PredictionRecord, Skipped
 
 from .. import files
-from ..errors import MALFORMED, malformed
 from ..jsonio import expect, load_json
 from ..options import ReadOptions
 from ..source import Source
 from ..transcript import Transcript
-from ..walk import matching_files
-from .agent import NeedsFlag, Verdicts, agent_run, binary_verdict_fields, check_unique, require
+from ..walk import files_by_folder, matching_files
+from .agent import Verdicts, agent_run, binary_verdict_fields, check_unique, require, runs_by_folder
 from .chat import add_messages, said
 
 FORMAT = "messages"
@@ -49,10 +48,7 @@ def looks_like(path: Path) -> bool:
 
 
 def _groups(path: Path) -> dict[Path, list[Path]]:
-    groups: dict[Path, list[Path]] = {}
-    for file in matching_files(path, _is_transcript) if path.is_dir() else [path]:
-        groups.setdefault(file.parent, []).append(file)
-    return groups
+    return files_by_folder(path, _is_transcript)
 
 
 def count_runs(path: Path) -> int:
@@ -61,15 +57,8 @@ def count_runs(path: Path) -> int:
 
 def read(path: Path, options: ReadOptions) -> Iterator[ParsedRun | Skipped]:
     verdicts = Verdicts(options.verdicts)
-    for folder, logs in _groups(path).items():
-        try:
-            yield read_run(folder, logs, options, verdicts)
-        except NeedsFlag as exc:
-            if path.is_file():
-                raise
-            yield Skipped(path=str(folder), reason=exc.reason)
-        except MALFORMED as exc:
-            raise malformed(folder, "transcript (a JSON array of messages)", exc) from None
+    yield from runs_by_folder(path, _groups(path), lambda folder, logs: read_run(folder, logs, options, verdicts),
+                              "transcript (a JSON array of messages)")
 
 
 def read_run(folder: Path, logs: list[Path], options: ReadOptions, verdicts: Verdicts) -> ParsedRun:

@@ -26,13 +26,13 @@ from typing import Any, Iterator
 from core.names import question_hash
 from core.records import InstanceRecord, ParsedRun, PredictionRecord, Skipped
 
-from ..errors import MALFORMED, IngestError, malformed
+from ..errors import IngestError
 from ..jsonio import expect, load_json, parse_json
 from ..options import ReadOptions
 from ..source import Source
 from ..transcript import Transcript, content_text
-from ..walk import matching_files
-from .agent import NeedsFlag, Verdicts, agent_run, binary_verdict_fields, require
+from ..walk import files_by_folder, matching_files
+from .agent import Verdicts, agent_run, binary_verdict_fields, require, runs_by_folder
 from .chat import role_of
 
 FORMAT = "swe-agent"
@@ -48,14 +48,14 @@ def looks_like(path: Path) -> bool:
     return bool(matching_files(path, _is_traj))
 
 
+def _run_folder(trajectory: Path) -> Path:
+    """A trajectory's run folder (SWE-agent 1.x: <run>/<instance>/<instance>.traj)."""
+    return trajectory.parent.parent if trajectory.parent.name == trajectory.stem else trajectory.parent
+
+
 def _groups(path: Path) -> dict[Path, list[Path]]:
-    """Trajectories by run folder (SWE-agent 1.x: <run>/<instance>/<instance>.traj)."""
-    found = matching_files(path, _is_traj) if path.is_dir() else [path]
-    groups: dict[Path, list[Path]] = {}
-    for file in found:
-        run = file.parent.parent if file.parent.name == file.stem else file.parent
-        groups.setdefault(run, []).append(file)
-    return groups
+    """Trajectories by run folder."""
+    return files_by_folder(path, _is_traj, _run_folder)
 
 
 def count_runs(path: Path) -> int:
@@ -64,15 +64,8 @@ def count_runs(path: Path) -> int:
 
 def read(path: Path, options: ReadOptions) -> Iterator[ParsedRun | Skipped]:
     verdicts = Verdicts(options.verdicts)
-    for run_dir, trajectories in _groups(path).items():
-        try:
-            yield read_run(path if path.is_file() else run_dir, trajectories, options, verdicts)
-        except NeedsFlag as exc:
-            if path.is_file():
-                raise
-            yield Skipped(path=str(run_dir), reason=exc.reason)
-        except MALFORMED as exc:
-            raise malformed(run_dir, "SWE-agent trajectory", exc) from None
+    yield from runs_by_folder(path, _groups(path), lambda run_dir, trajectories: read_run(
+        path if path.is_file() else run_dir, trajectories, options, verdicts), "SWE-agent trajectory")
 
 
 def read_run(run_dir: Path, trajectories: list[Path], options: ReadOptions, verdicts: Verdicts) -> ParsedRun:

@@ -21,13 +21,13 @@ from core.numbers import whole_or_none
 from core.records import InstanceRecord, ParsedRun, PredictionRecord, Reference, Skipped
 
 from .. import files
-from ..errors import MALFORMED, IngestError, malformed
+from ..errors import IngestError
 from ..jsonio import expect, load_json
 from ..options import ReadOptions
 from ..source import Source
 from ..transcript import Transcript, content_text
-from ..walk import matching_files
-from .agent import NeedsFlag, agent_run, binary_verdict_fields, check_unique, require
+from ..walk import files_by_folder, matching_files
+from .agent import agent_run, binary_verdict_fields, check_unique, require, runs_by_folder
 from .chat import ROLES
 
 FORMAT = "who-when"
@@ -66,10 +66,7 @@ def looks_like(path: Path) -> bool:
 
 
 def _groups(path: Path) -> dict[Path, list[Path]]:
-    groups: dict[Path, list[Path]] = {}
-    for file in matching_files(path, _is_log) if path.is_dir() else [path]:
-        groups.setdefault(file.parent, []).append(file)
-    return groups
+    return files_by_folder(path, _is_log)
 
 
 def count_runs(path: Path) -> int:
@@ -77,15 +74,8 @@ def count_runs(path: Path) -> int:
 
 
 def read(path: Path, options: ReadOptions) -> Iterator[ParsedRun | Skipped]:
-    for folder, logs in _groups(path).items():
-        try:
-            yield read_run(folder, logs, options)
-        except NeedsFlag as exc:
-            if path.is_file():
-                raise
-            yield Skipped(path=str(folder), reason=exc.reason)
-        except MALFORMED as exc:
-            raise malformed(folder, "Who&When log", exc) from None
+    yield from runs_by_folder(path, _groups(path), lambda folder, logs: read_run(folder, logs, options),
+                              "Who&When log")
 
 
 def _order(path: Path) -> tuple:
