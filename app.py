@@ -7,9 +7,10 @@ import streamlit as st
 import stats
 import ui
 from stats import fmt
+from stats.leaderboard import leaderboards
 from store import queries as q
 from taxonomy.catalog import HARD
-from ui import charts, columns
+from ui import charts, columns, leaderboard
 from ui.text import md, visible
 from ui.tables import show_table
 
@@ -44,9 +45,13 @@ if acc.is_empty():
     st.info("No scored predictions match these filters.")
 else:
     acc = acc.sort(["dataset", "headline", "model"], descending=[False, True, False], nulls_last=True)
+    ladders = {x.dataset: x for x in ui.load(leaderboards, **f.kwargs())}
     for (dataset,), group in acc.group_by("dataset", maintain_order=True):
-        charts.show(charts.headline(group, dataset), f"results-{dataset}", key=f"results-{dataset}")
+        ladder = ladders.get(dataset)
+        charts.show(charts.headline(group, dataset, leaderboard.groups(ladder)), f"results-{dataset}",
+                    key=f"results-{dataset}")
         ui.results_caption(group)
+        leaderboard.which_ranks_differ(ladder)
     table = columns.results_table(acc)
     show_table(table, name="results", hide_index=True, column_config=columns.config(table.columns))
     st.caption(
@@ -62,6 +67,7 @@ else:
         st.info(f"Models answered different numbers of questions on {fmt.plural(len(unequal), 'dataset')}: "
                 + "; ".join(md(line) for line in unequal) + ". Their numbers are over different question "
                 "sets; the Compare page pairs the questions both answered.", icon=":material/rule:")
+    leaderboard.adjacent_tests(list(ladders.values()))
     st.download_button(
         "Download a static report (HTML)", ui.report_html(f), file_name="faultline-report.html",
         mime="text/html", icon=":material/download:",

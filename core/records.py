@@ -47,6 +47,7 @@ class InstanceRecord(_Record):
     choices: dict[str, str] | None = None
     question_hash: str | None = Field(None, description="hash of the normalized question text (choices only when carried), for pairing across harnesses whose ids differ")
     prompt_text: str | None = Field(None, description="the prompt exactly as the model saw it (instructions, examples, question), when the log has it")
+    cluster: str | None = Field(None, description="questions that are not independent (one passage, one repository) share it; None: the question is its own")
 
 
 class PredictionRecord(_Record):

@@ -9,7 +9,7 @@ import pyarrow as pa
 
 INSTANCE_COLUMNS = (
     "run_id", "instance_id", "raw_instance_id", "split", "sub_split", "perturbation",
-    "input_text", "input_messages", "refs", "choices", "question_hash", "prompt_text",
+    "input_text", "input_messages", "refs", "choices", "question_hash", "prompt_text", "cluster",
 )
 PREDICTION_COLUMNS = (
     "run_id", "instance_id", "train_trial_index", "output_text", "mapped_output", "thinking_text",

@@ -22,6 +22,7 @@ from .sources import (
     promptfoo,
     swe_agent,
     tau_bench,
+    terminal_bench,
     who_when,
 )
 
@@ -30,7 +31,7 @@ from .sources import (
 # their suffix. Everything else about a format lives in its module.
 SOURCES: tuple[Source, ...] = (
     helm.SOURCE, lmeval.SOURCE, inspect_log.SOURCE, eee.SOURCE, oaieval.SOURCE, promptfoo.SOURCE,
-    swe_agent.SOURCE, openhands.SOURCE, tau_bench.SOURCE, atif.SOURCE, who_when.SOURCE, messages.SOURCE,
+    swe_agent.SOURCE, openhands.SOURCE, tau_bench.SOURCE, terminal_bench.SOURCE, atif.SOURCE, who_when.SOURCE, messages.SOURCE,
     *custom.SOURCES,
 )
 FORMATS = ("auto", *(s.name for s in SOURCES))

@@ -5,6 +5,8 @@ search skipped, by reason."""
 from __future__ import annotations
 
 import os
+import re
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
@@ -219,9 +221,20 @@ def harness_lines(notes: list[RunNote]) -> list[str]:
     if not_compared:
         lines.append(f"harness check: {len(not_compared):,} run{'s' * (len(not_compared) != 1)} not compared:")
         lines.extend(f"  {n.label}: {n.harness_note}" for n in not_compared[:SHOWN_NOT_COMPARED])
-        if len(not_compared) > SHOWN_NOT_COMPARED:
-            lines.append(f"  … {len(not_compared) - SHOWN_NOT_COMPARED:,} more (runs.harness_note has each)")
+        rest = Counter(_why_not(n.harness_note) for n in not_compared[SHOWN_NOT_COMPARED:])
+        if rest:
+            # every run not compared says why, the ones not shown by their reason
+            reasons = "; ".join(f"{count:,} × {why}" for why, count in rest.most_common())
+            lines.append(f"  … {rest.total():,} more: {reasons} (runs.harness_note has each)")
     return lines
+
+
+def _why_not(note: str) -> str:
+    """A "not compared" note's reason without the run's own numbers, to count runs by it."""
+    why = note.removeprefix("not compared: ").split("; ", 1)[0]
+    while (bare := re.sub(r"\s*\([^()]*\)", "", why)) != why:  # asides, innermost first
+        why = bare
+    return re.sub(r"(?<!\w)\d[\d,.]*", "…", why)  # numbers, not a metric's digits (f1, rouge2)
 
 
 def details(summary: "IngestSummary", skipped_list: Path | None = None) -> list[str]:

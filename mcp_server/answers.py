@@ -307,7 +307,10 @@ def compare(con, s: Settings, a: str, b: str, datasets=None, domains=None, analy
             "mcnemar": "a_only_fail = A fails where B passes; p = exact two-sided McNemar; mde = the smallest "
                        "difference in failure rate (a share of the pairs) the test finds with 80% power at "
                        "alpha 0.05 given the observed discordance (null: none can be found); per dataset, q = "
-                       "Benjamini-Hochberg over the datasets' McNemar tests",
+                       "Benjamini-Hochberg over the datasets' tests. Where questions are clustered (a shared "
+                       "passage, repeated trials), test = 'cluster-robust paired t' (CR1 sandwich over cluster "
+                       "sums, t on clusters - 1 df, every trial weighed) replaces McNemar, p and mde are its, "
+                       "and clusters says how many it rests on (null: none, McNemar exact)",
             "categories": "error types only: shares of each model's failures with an error type; p_fisher, "
                           "q_bh (Benjamini-Hochberg; finding significant at q <= 0.05), p_paired (McNemar "
                           "within the type), p_errormap (the ErrorMap paper's check, overstates significance)",

@@ -30,6 +30,7 @@ from .compare import (
     pick_analyst,
     regressions,
     score_lines,
+    test_text,
     verdict,
 )
 from .headline import (
@@ -88,6 +89,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the share of questions the two models disagree on (default: as if their failures "
                         "were independent; `stats compare` on a pilot gives it as (A-only + B-only) / pairs)")
     w.add_argument("--json", action="store_true", help="print JSON")
+
+    ld = sub.add_parser("leaderboard", help="models ranked by the harness's number, with paired tests between "
+                                            "adjacent ranks and the groups the data cannot tell apart")
+    ld.add_argument("--db", help="database file (default: $FAULTLINE_DB, else data/faultline.duckdb)")
+    ld.add_argument("--dataset", help="one dataset's ladder (default: one per dataset)")
+    ld.add_argument("--models", nargs="+", default=[], help="rank only these models")
+    ld.add_argument("--domains", nargs="+", default=[])
+    ld.add_argument("--split", default=q.MAIN_SPLIT, help=_SPLIT_HELP)
+    ld.add_argument("--threshold", nargs="+", default=[], metavar="DATASET=X", help=_THRESHOLD_HELP)
+    ld.add_argument("--json", action="store_true",
+                    help="print JSON: with --dataset one ladder {dataset, metric, models, adjacent, groups, "
+                         "unranked, rule}, else {\"leaderboards\": [...]} (the summary goes to stderr)")
 
     c = sub.add_parser("compare", help="paired comparison of two models' failures")
     c.add_argument("a", metavar="MODEL_A")
@@ -162,6 +175,32 @@ def _power(args) -> int:
               f"(A {fmt.pct(args.baseline)}, B {fmt.pct(args.baseline + args.diff)}) with "
               f"{fmt.pct(out['power_at_pairs'])} power at α = {ALPHA:g} (exact McNemar), when the models disagree on "
               f"{fmt.pct(psi)} of the questions ({out['discordance_from']})")
+    return 0
+
+
+def _leaderboard(args) -> int:
+    from .leaderboard import ladder_lines, leaderboard, leaderboards
+
+    with store.read_connection(args.db) as con:
+        check_known(con, args.models, [args.dataset] if args.dataset else [], args.domains, args.split)
+        thresholds = _thresholds(con, args)
+        if args.dataset:
+            ladders = [leaderboard(con, args.dataset, args.models or None, args.domains or None, args.split,
+                                   thresholds or None)]
+        else:
+            ladders = leaderboards(con, None, args.models or None, args.domains or None, args.split,
+                                   thresholds or None)
+    if args.json:
+        out = ladders[0].to_json() if args.dataset else {"leaderboards": [x.to_json() for x in ladders]}
+        print(json_visible(json.dumps(out, indent=2, ensure_ascii=False)))
+    else:
+        for ladder in ladders:
+            print("\n".join(ladder_lines(ladder)))
+    steps = sum(len(x.steps) for x in ladders)
+    separating = sum(1 for x in ladders for s in x.steps if s.separates)
+    print(f"leaderboards of {fmt.plural(len(ladders), 'dataset')}: {fmt.plural(steps, 'adjacent test')}, "
+          f"{separating} separating (q ≤ {ALPHA:g}, Benjamini–Hochberg across each ladder)",
+          file=sys.stderr if args.json else sys.stdout)
     return 0
 
 
@@ -281,12 +320,15 @@ def _print_table(result) -> None:
               + "; ".join(f"{c.category} A {fmt.count(c.a_count)} ({fmt.pct(c.a_share)}), "
                           f"B {fmt.count(c.b_count)} ({fmt.pct(c.b_share)})"
                           for c in result.not_error_types))
-    if len(result.by_dataset) > 1 or any(d.scores for d in result.by_dataset):
-        print("\nPer dataset (paired questions; q: Benjamini–Hochberg over the datasets' McNemar tests):")
+    if len(result.by_dataset) > 1 or any(d.scores or d.clustered for d in result.by_dataset):
+        print("\nPer dataset (paired questions; q: Benjamini–Hochberg over the datasets' paired tests):")
         for d in result.by_dataset:
             print(f"  {d.dataset}: {fmt.plural(d.n_pairs, 'question')}, only A fails {fmt.count(d.a_only_fail)}, "
-                  f"only B fails {fmt.count(d.b_only_fail)}, McNemar p = {fmt.p_value(d.p)}, q = {fmt.p_value(d.q)}"
+                  f"only B fails {fmt.count(d.b_only_fail)}, {test_text(d)}, q = {fmt.p_value(d.q)}"
                   + (undetected(d.mde) if d.q is not None and d.q > ALPHA else ""))
+            if d.clustered:
+                print(f"    clustered: {d.clustered.kind}; {fmt.plural(d.clustered.trials, 'trial')} of the two "
+                      f"models in {fmt.plural(d.clustered.clusters, 'cluster')}")
             for line in score_lines(d):
                 print(f"    {line}")
 
@@ -358,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args) -> int:
     try:
-        return {"accuracy": _accuracy, "signatures": _signatures, "power": _power, "compare": _compare,
+        return {"accuracy": _accuracy, "signatures": _signatures, "power": _power, "leaderboard": _leaderboard, "compare": _compare,
                 "report": _report, "mcp": _mcp}[args.command](args)
     except FaultlineError as exc:
         print(f"error: {exc.message}", file=sys.stderr)

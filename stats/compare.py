@@ -30,6 +30,7 @@ from store import queries as q
 from taxonomy.catalog import NOT_ERROR_TYPES
 
 from . import fmt
+from .clusters import ClusteredTest, paired_test
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,9 @@ class ScoreTest:
     mde: float | None = None
     # Benjamini–Hochberg over the Wilcoxon tests of the comparison's continuous datasets
     wilcoxon_q: float | None = None
+    # where the questions are clustered (stats/clusters.py): the cluster-robust paired t of the
+    # mean score difference, the test that counts there (the Wilcoxon takes questions as independent)
+    clustered: ClusteredTest | None = None
     bootstrap_seed: int = t.BOOTSTRAP_SEED
     bootstrap_replicates: int = t.BOOTSTRAP_REPLICATES
     zero_method: str = "wilcox"  # zero differences dropped
@@ -147,15 +151,27 @@ class DatasetComparison:
     # smallest difference in failure rates this dataset's test detects with 80% power
     q: float | None = None
     mde: float | None = None
+    # where the questions are clustered: the cluster-robust paired test of the failure rates, whose
+    # p and mde are `p` and `mde` (McNemar's discordant counts stay, of each question's first trial)
+    clustered: ClusteredTest | None = None
+
+    @property
+    def test(self) -> str:
+        return CLUSTERED_TEST if self.clustered else "McNemar exact"
+
+    @property
+    def clusters(self) -> int | None:
+        return self.clustered.clusters if self.clustered else None
 
     def to_json(self) -> dict:
         return {
             "dataset": self.dataset, "n_pairs": self.n_pairs,
             "mcnemar": {"a_only_fail": self.a_only_fail, "b_only_fail": self.b_only_fail, "p": self.p,
-                        "q": self.q, "mde": self.mde},
+                        "q": self.q, "mde": self.mde, "test": self.test, "clusters": self.clusters,
+                        "clustered": self.clustered.to_json() if self.clustered else None},
             "a_total": self.a_total, "b_total": self.b_total,
             "categories": [_category_json(c) for c in self.categories],
-            "scores": None if self.scores is None else {k: _json_number(v) for k, v in asdict(self.scores).items()},
+            "scores": None if self.scores is None else _score_json(self.scores),
             "sensitivity": [{k: _json_number(v) for k, v in asdict(x).items()} for x in self.sensitivity],
         }
 
@@ -169,6 +185,15 @@ class MixRow:
     b_failures: int
     a_paired: int
     b_paired: int
+
+
+CLUSTERED_TEST = "cluster-robust paired t"
+
+
+def _score_json(sc: ScoreTest) -> dict:
+    out = {k: _json_number(getattr(sc, k)) for k in ScoreTest.__dataclass_fields__ if k != "clustered"}
+    return {**out, "clusters": sc.clustered.clusters if sc.clustered else None,
+            "clustered": sc.clustered.to_json() if sc.clustered else None}
 
 
 _CATEGORY_KEYS = ("category", "a_count", "b_count", "a_share", "b_share", "p_fisher", "q_bh",
@@ -215,6 +240,17 @@ class Comparison:
     # the smallest difference in failure rates (B − A, a share of the paired questions) the
     # McNemar test detects with 80% power at α = 0.05 given the observed discordance
     mde: float | None = None
+    # where some dataset's questions are clustered: the cluster-robust paired test over every paired
+    # question (clusters within datasets), whose p and mde are `p` and `mde`
+    clustered: ClusteredTest | None = None
+
+    @property
+    def test(self) -> str:
+        return CLUSTERED_TEST if self.clustered else "McNemar exact"
+
+    @property
+    def clusters(self) -> int | None:
+        return self.clustered.clusters if self.clustered else None
 
     @property
     def mixes_differ(self) -> bool:
@@ -224,6 +260,8 @@ class Comparison:
 
     @property
     def can_decide(self) -> bool:
+        if self.clustered:
+            return self.clustered.clusters >= 2 and self.clustered.result.se > 0
         return t.mcnemar_can_decide(self.a_only_fail + self.b_only_fail)
 
     def categories_frame(self) -> pl.DataFrame:
@@ -250,7 +288,8 @@ class Comparison:
             "a_labelled": self.a_labelled,
             "b_labelled": self.b_labelled,
             "mcnemar": {"a_only_fail": self.a_only_fail, "b_only_fail": self.b_only_fail,
-                        "p": self.p, "mde": self.mde},
+                        "p": self.p, "mde": self.mde, "test": self.test, "clusters": self.clusters,
+                        "clustered": self.clustered.to_json() if self.clustered else None},
             "categories": [_category_json(c) for c in self.categories],
             "not_error_types": [{k: _json_number(v) for k, v in asdict(c).items()}
                                 for c in self.not_error_types],
@@ -327,9 +366,11 @@ def compare(con, a: str, b: str, datasets=None, domains=None, analyst: str | Non
     continuous = {d: r for d, r in rules.items() if r.movable and d in set(paired["dataset"])}
     scores = (q.paired_scores(con, a, b, sorted(continuous), domains, split=split) if continuous
               else pl.DataFrame(schema={"dataset": pl.String, "a_score": pl.Float64, "b_score": pl.Float64}))
+    clustered = sorted(q.clustered_datasets(con, sorted(set(paired["dataset"]))) if paired.height else [])
+    units = q.paired_units(con, a, b, clustered, domains, split=split, thresholds=thresholds or None) if clustered else None
     result = compare_frames(a, b, analyst, datasets, domains, paired, everywhere, split,
                             unpaired=unpaired, scores=scores, rules=continuous, thresholds=thresholds,
-                            types_by_dataset=types_by_dataset)
+                            types_by_dataset=types_by_dataset, units=units)
     return with_corrected_shares(con, result) if analyst else result
 
 
@@ -430,10 +471,12 @@ def _labels(frame: pl.DataFrame) -> dict:
 def compare_frames(a, b, analyst, datasets, domains, paired: pl.DataFrame, everywhere: pl.DataFrame,
                    split: str, unpaired: bool = False, scores: pl.DataFrame | None = None,
                    rules: dict | None = None, thresholds: dict[str, float] | None = None,
-                   types_by_dataset: bool = True) -> Comparison:
+                   types_by_dataset: bool = True, units: pl.DataFrame | None = None) -> Comparison:
     """The statistics, from the pair counts (`store.queries.pair_counts`: per dataset), every
-    labelled failure of the two models per dataset and category (`everywhere`), and the paired
-    scores of the continuous datasets (`rules`: their `stats.headline.DatasetRule`)."""
+    labelled failure of the two models per dataset and category (`everywhere`), the paired
+    scores of the continuous datasets (`rules`: their `stats.headline.DatasetRule`), and the
+    questions of the datasets whose questions are clustered, with every trial
+    (`store.queries.paired_units`): there the paired tests are cluster-robust."""
     on_pairs = _paired_labels(paired, a, b)
     pooled = _error_types(a, b, _labels(everywhere if unpaired else on_pairs), paired)
     by_dataset = []
@@ -445,25 +488,57 @@ def compare_frames(a, b, analyst, datasets, domains, paired: pl.DataFrame, every
         pairs = scores.filter(pl.col("dataset") == dataset) if rule is not None and scores is not None else None
         score_test, strip = (None, []) if pairs is None or pairs.is_empty() else _scores(
             pairs, rule, (thresholds or {}).get(dataset, rule.stored))
+        mine_units = units.filter(pl.col("dataset") == dataset) if units is not None else None
+        clustered = paired_test(mine_units, "failures") if mine_units is not None else None
+        if score_test is not None and mine_units is not None:
+            score_test = replace(score_test, clustered=paired_test(mine_units, "score"))
         by_dataset.append(DatasetComparison(
             dataset=dataset, n_pairs=part["n_pairs"], a_only_fail=part["a_only"], b_only_fail=part["b_only"],
-            p=t.mcnemar_exact(part["a_only"], part["b_only"]), a_total=part["a_total"],
+            p=clustered.p if clustered else t.mcnemar_exact(part["a_only"], part["b_only"]), a_total=part["a_total"],
             b_total=part["b_total"], categories=part["categories"], scores=score_test, sensitivity=strip,
-            mde=_mde(part["n_pairs"], part["a_only"] + part["b_only"])))
+            mde=clustered.mde if clustered else _mde(part["n_pairs"], part["a_only"] + part["b_only"]),
+            clustered=clustered))
     by_dataset = _across_datasets(by_dataset)
+    overall = _overall_clustered(paired, units) if any(d.clustered for d in by_dataset) else None
     return Comparison(
         a=a, b=b, analyst=analyst, datasets=list(datasets), domains=list(domains), split=split,
         n_pairs=pooled["n_pairs"],
         pairs_by_id=int(paired.filter(pl.col("paired_by") == "id")["n"].sum()),
         pairs_by_content=int(paired.filter(pl.col("paired_by") == "content")["n"].sum()),
         a_only_fail=pooled["a_only"], b_only_fail=pooled["b_only"],
-        p=t.mcnemar_exact(pooled["a_only"], pooled["b_only"]), a_total=pooled["a_total"],
+        p=overall.p if overall else t.mcnemar_exact(pooled["a_only"], pooled["b_only"]), a_total=pooled["a_total"],
         b_total=pooled["b_total"], weaker=pooled["weaker"], categories=pooled["categories"],
         not_error_types=pooled["not_errors"], a_labelled=pooled["a_labelled"],
         b_labelled=pooled["b_labelled"], unpaired=unpaired, by_dataset=by_dataset,
         mix=_mix(a, b, everywhere, on_pairs), thresholds=dict(thresholds or {}),
-        mde=_mde(pooled["n_pairs"], pooled["a_only"] + pooled["b_only"]),
+        mde=overall.mde if overall else _mde(pooled["n_pairs"], pooled["a_only"] + pooled["b_only"]),
+        clustered=overall,
     )
+
+
+def _overall_clustered(paired: pl.DataFrame, units: pl.DataFrame):
+    """The cluster-robust paired test over every paired question: the clustered datasets' questions
+    with their trials and clusters, every other question its own cluster of one trial (its
+    failure difference from the pair counts)."""
+    import numpy as np
+
+    rest = paired.filter(~pl.col("dataset").is_in(sorted(set(units["dataset"]))))
+    counts = rest["n"].to_numpy()
+    n = int(counts.sum())
+    singles = pl.DataFrame({
+        "dataset": ["(others)"] * n,
+        "instance_id": [str(i) for i in range(n)],
+        "a_trials": np.ones(n, dtype=np.int64), "b_trials": np.ones(n, dtype=np.int64),
+        "a_pass": np.repeat(rest["a_correct"].cast(pl.Float64).to_numpy(), counts),
+        "b_pass": np.repeat(rest["b_correct"].cast(pl.Float64).to_numpy(), counts),
+        "cluster": [None] * n,
+    }, schema={"dataset": pl.String, "instance_id": pl.String, "a_trials": pl.Int64, "b_trials": pl.Int64,
+               "a_pass": pl.Float64, "b_pass": pl.Float64, "cluster": pl.String})
+    own = units.select(pl.col("dataset"), (pl.col("dataset") + "\x1f" + pl.col("instance_id")).alias("instance_id"),
+                       pl.col("a_trials").cast(pl.Int64), pl.col("b_trials").cast(pl.Int64),
+                       pl.col("a_pass").cast(pl.Float64), pl.col("b_pass").cast(pl.Float64),
+                       (pl.col("dataset") + "\x1f" + pl.col("cluster")).alias("cluster"))
+    return paired_test(pl.concat([own, singles]), "failures")
 
 
 def _mde(n_pairs: int, discordant: int) -> float | None:
@@ -534,6 +609,14 @@ def pairing(c: Comparison) -> str:
     return f" ({fmt.count(c.pairs_by_id)} paired by id, {fmt.count(c.pairs_by_content)} by question text)"
 
 
+def test_text(c) -> str:
+    """The paired test and its p, as every sentence cites it: "McNemar exact p = 0.03", or, on
+    clustered questions, "cluster-robust paired t over 40 clusters, p = 0.03"."""
+    if c.clustered:
+        return f"{CLUSTERED_TEST} over {fmt.plural(c.clustered.clusters, 'cluster')}, p = {fmt.p_value(c.p)}"
+    return f"McNemar exact p = {fmt.p_value(c.p)}"
+
+
 def verdict(c: Comparison) -> str:
     """One plain-language sentence on the overall paired result."""
     n = c.a_only_fail + c.b_only_fail
@@ -542,17 +625,22 @@ def verdict(c: Comparison) -> str:
     head = (f"On {fmt.plural(c.n_pairs, 'question')} both answered{pairing(c)}, {c.a} fails where "
             f"{c.b} passes {fmt.times(c.a_only_fail)}, and {c.b} fails where {c.a} passes "
             f"{fmt.times(c.b_only_fail)}")
-    if n == 0:
+    if c.clustered:
+        head += (f" (first trials; the test weighs every trial, its questions clustered by "
+                 f"{c.clustered.kind})")
+    if n == 0 and not c.clustered:
         return f"{head}: they fail on the same questions, so the paired test has nothing to weigh."
     if not c.can_decide:
         return (f"{head}: only {fmt.plural(n, 'question')} where they differ, too few to tell the "
-                f"models apart (McNemar exact p = {fmt.p_value(c.p)}).")
+                f"models apart ({test_text(c)}).")
     if c.p > t.ALPHA:
-        return f"{head}: no significant difference (McNemar exact p = {fmt.p_value(c.p)}){undetected(c.mde)}."
-    worse = c.a if c.a_only_fail > c.b_only_fail else c.b
+        return f"{head}: no significant difference ({test_text(c)}){undetected(c.mde)}."
+    if c.clustered:
+        worse = c.b if c.clustered.result.mean > 0 else c.a
+    else:
+        worse = c.a if c.a_only_fail > c.b_only_fail else c.b
     better = c.b if worse == c.a else c.a
-    return (f"{head}: {worse} fails significantly more often than {better} "
-            f"(McNemar exact p = {fmt.p_value(c.p)}).")
+    return f"{head}: {worse} fails significantly more often than {better} ({test_text(c)})."
 
 
 def undetected(mde: float | None, what: str = "in failure rate") -> str:
@@ -615,6 +703,12 @@ def score_lines(d: DatasetComparison) -> list[str]:
            + f" on {fmt.plural(sc.wilcoxon_n, 'non-zero difference')} (zero differences dropped)"
            + (f"; the smallest mean difference detectable with 80% power is {fmt.score(sc.mde, *span)} "
               "(paired t, a stand-in for the Wilcoxon)" if sc.mde is not None else "")]
+    if sc.clustered:
+        r = sc.clustered.result
+        out.append(f"questions clustered ({sc.clustered.kind}): {CLUSTERED_TEST} over "
+                   f"{fmt.plural(sc.clustered.clusters, 'cluster')}, B − A {fmt.signed_score(r.mean, *span)} (95% "
+                   f"{fmt.score_interval(r.low, r.high, *span, signed=True)}), p = {fmt.p_value(r.p)} — the test "
+                   "that counts here: the Wilcoxon and the bootstrap take the questions as independent")
     for x in d.sensitivity:
         at = f"{x.share:g} of the range" if x.share is not None else "the line in use"
         out.append(f"failures at {fmt.number(x.line)} ({at}): A {fmt.count(x.a_failures)}, B "

@@ -141,7 +141,7 @@ _COLUMNS = {
     "accuracy": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
     "analysis_threshold": pl.Float64, "threshold_set_by": pl.String, "analysis_rule": pl.String,
     "failures": pl.Int64, "failure_rate": pl.Float64, "failure_ci_low": pl.Float64,
-    "failure_ci_high": pl.Float64,
+    "failure_ci_high": pl.Float64, "clusters": pl.Int64,
 }
 # what `stats accuracy --json` prints, in this order (the first eight are the documented contract)
 JSON_KEYS = ("model", "dataset", "split", "n", "correct", "accuracy", "ci_low", "ci_high",
@@ -149,7 +149,7 @@ JSON_KEYS = ("model", "dataset", "split", "n", "correct", "accuracy", "ci_low", 
              "headline_as_rate", "headline",
              "headline_ci_low", "headline_ci_high", "headline_interval", "headline_of",
              "headline_note", "mean_score", "analysis_threshold", "analysis_rule", "failures",
-             "failure_rate", "failure_ci_low", "failure_ci_high")
+             "failure_rate", "failure_ci_low", "failure_ci_high", "clusters")
 
 
 def _combine(parts: list[tuple[int, float, float]]) -> tuple[int, float, float]:
@@ -318,6 +318,16 @@ def _harness_notes(out: dict, runs: list[dict], metric, headline_metric, over_do
                 and abs(value - 100 * mine) > 100 * tolerance:
             notes.append(f"the log's own number is {fmt.number(value)}, over every trial; this counts the "
                          "latest outcome of each question (its first trial)")
+    part = runs[0] if len(runs) == 1 else None
+    if part and part["harness_n"] and part["harness_n"] > out["n"] and part["harness_value"] is not None \
+            and math.isfinite(part["harness_value"]) and (part["harness_note"] or "").startswith("not compared: the log holds") \
+            and part["harness_metric"] in (headline_metric, metric) and split in (q.MAIN_SPLIT, part["main_split"]):
+        # a log trimmed to share (lm-eval --limit, then a few samples kept): the harness's number is
+        # its own aggregate over every question it ran, not a recount of the few the log holds
+        out.update(headline=part["harness_value"], headline_ci_low=None, headline_ci_high=None, headline_interval=None,
+                   headline_of="the log's own aggregate")
+        notes.append(f"the harness's number is its own aggregate over {part['harness_n']:,} questions; the log "
+                     f"holds {out['n']:,} of them, and the failures here are of those")
     differ = sum(1 for r in runs if r["harness_agrees"] is False)
     if differ and not (headline_metric and metric and headline_metric != metric):
         notes.append(f"{differ} of its runs differ from their log's own number (see the data page)")
@@ -349,9 +359,42 @@ def model_accuracy(con, models=None, datasets=None, domains=None, by: str | None
         runs = group.to_dicts()
         key = {k: runs[0][k] for k in keys}
         rows.append(_group_row(key, runs, split, thresholds, rules))
+    _clustered_intervals(con, rows, models, datasets, domains, split, thresholds)
     schema = {k: v for k, v in _COLUMNS.items() if by == "split" or k != "split"}
     return pl.DataFrame(rows, schema=schema).with_columns(
         pl.col(pl.Float64).fill_nan(None)).sort(keys)
+
+
+CLUSTERED_INTERVAL = "cluster-robust t"
+
+
+def _clustered_intervals(con, rows: list[dict], models, datasets, domains, split, thresholds) -> None:
+    """Where a dataset's questions are clustered (a shared passage, clusters given in the log), the
+    harness's number's interval is the cluster-robust one (core/clustered.py: CR1 sandwich over
+    cluster sums, t on G − 1 df), and `clusters` says how many it rests on. A headline that is a
+    mean over domains or the log's own aggregate keeps its interval (or none)."""
+    from core.clustered import clustered_mean
+
+    if not any(r["headline_interval"] in ("Wilson", "t") for r in rows):
+        return
+    outcomes = q.clustered_outcomes(con, models, datasets, domains, split=split, thresholds=thresholds or None)
+    if outcomes.is_empty():
+        return
+    groups = {key: g for key, g in outcomes.group_by("model", "dataset")}
+    for r in rows:
+        g = groups.get((r["model"], r["dataset"]))
+        if g is None or r["headline_interval"] not in ("Wilson", "t"):
+            continue
+        rate = r["headline_interval"] == "Wilson"
+        g = g if rate else g.filter(pl.col("score").is_not_null())
+        values = g["is_correct"].cast(pl.Float64) if rate else g["score"]
+        labels = [c if c is not None else "question:" + i for c, i in zip(g["cluster"], g["instance_id"])]
+        result = clustered_mean(values.to_numpy(), labels)
+        if result.clusters == len(labels) or result.clusters < 2:
+            continue  # no question shares a cluster with another here: the plain interval stands
+        low, high = (0.0, 1.0) if rate else (r["scale_min"], r["scale_max"])
+        r.update(headline_ci_low=_clip(result.low, low, high), headline_ci_high=_clip(result.high, low, high),
+                 headline_interval=CLUSTERED_INTERVAL, clusters=result.clusters)
 
 
 def accuracy_rows(frame: pl.DataFrame) -> list[dict]:

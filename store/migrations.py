@@ -596,6 +596,15 @@ MIGRATIONS: list[tuple[str, str | Callable[[duckdb.DuckDBPyConnection], Finish |
         );
         """,
     ),
+    (
+        "023_instance_clusters",
+        # Questions that are not independent share a cluster (core/clustered.py): given by the
+        # user (--map cluster=COLUMN) or found at load (HELM questions on one passage). NULL: the
+        # question is its own cluster, and its trials (epochs) cluster by question at read time.
+        """
+        ALTER TABLE instances ADD COLUMN cluster VARCHAR;
+        """,
+    ),
 ]
 
 

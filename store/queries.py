@@ -213,7 +213,7 @@ def accuracy(con, models=None, datasets=None, domains=None, by: str | None = Non
 _RUN_RULES = """
     r.source_format, r.main_metric, r.headline_metric, r.metric_min, r.metric_max, r.lower_is_better,
     r.pass_threshold, r.scale_source, r.main_split, r.harness_metric, r.harness_split,
-    r.harness_value, r.harness_agrees, r.harness_note
+    r.harness_value, r.harness_n, r.harness_agrees, r.harness_note
 """
 
 
@@ -238,6 +238,29 @@ def outcome_stats(con, models=None, datasets=None, domains=None, by_split: bool 
         SELECT p.*, {_RUN_RULES}
         FROM per_run p JOIN runs r USING (run_id)
         ORDER BY {", ".join("p." + k.strip() for k in keys.split(","))}
+        """,
+        params,
+    )
+
+
+def clustered_outcomes(con, models=None, datasets=None, domains=None, split: str = MAIN_SPLIT,
+                       thresholds: dict[str, float] | None = None) -> pl.DataFrame:
+    """The latest outcome of every question of the datasets where some question has a cluster
+    (`instances.cluster`), with its cluster (NULL: its own): columns model, dataset, instance_id,
+    is_correct (under `thresholds`), score, cluster."""
+    cte, params = _latest_cte(models, datasets, domains, split=split, thresholds=thresholds)
+    return _frame(
+        con,
+        f"""{cte},
+        given AS (
+            SELECT run_id, instance_id, max(cluster) AS cluster FROM instances
+            WHERE cluster IS NOT NULL AND run_id IN (SELECT DISTINCT run_id FROM latest)
+            GROUP BY run_id, instance_id
+        )
+        SELECT o.model, o.dataset, o.instance_id, o.is_correct, o.score, g.cluster
+        FROM latest o LEFT JOIN given g ON g.run_id = o.run_id AND g.instance_id = o.instance_id
+        WHERE o.dataset IN (SELECT DISTINCT r.dataset FROM given JOIN runs r USING (run_id))
+        ORDER BY o.model, o.dataset, o.instance_id
         """,
         params,
     )
@@ -418,6 +441,64 @@ def pair_counts(con, a: str, b: str, analyst: str | None, datasets=None, domains
         GROUP BY ALL ORDER BY ALL
         """,
         [*params, analyst, a, a, analyst, b, b],
+    )
+
+
+def clustered_datasets(con, datasets=None) -> set[str]:
+    """The datasets (of `datasets`, else all) whose questions are not independent: some instance
+    has a cluster (core/clustered.py), or some question was tried more than once (epochs, trials)."""
+    where, params = _in("r.dataset", datasets)
+    rows = con.execute(
+        f"""
+        SELECT DISTINCT r.dataset FROM runs r
+        WHERE (EXISTS (SELECT 1 FROM instances i WHERE i.run_id = r.run_id AND i.cluster IS NOT NULL)
+               OR EXISTS (SELECT 1 FROM predictions p WHERE p.run_id = r.run_id AND p.train_trial_index <> 0))
+          {where}
+        """, params).fetchall()
+    return {r[0] for r in rows}
+
+
+def paired_units(con, a: str, b: str, datasets, domains=None, split: str = MAIN_SPLIT,
+                 thresholds: dict[str, float] | None = None) -> pl.DataFrame:
+    """The questions both models answered (paired as in `pair_counts`), each with every trial of
+    the run that holds each model's latest outcome on it: columns dataset, instance_id, a_trials,
+    a_pass (the share of A's trials that pass, judged by `thresholds` where given), a_score (the
+    mean of its trials' scores), the same for B, and cluster (the question's cluster, A's run's
+    else B's; NULL when it has none), ordered by dataset and question."""
+    cte, params = _latest_cte([a, b], datasets, domains, split=split, thresholds=thresholds)
+    verdict, verdict_params = _verdict_sql(thresholds, "is_correct")
+    return _frame(
+        con,
+        f"""{cte}, {_PAIRED},
+        trials AS (
+            SELECT p.run_id, p.instance_id, r.dataset, p.score, p.is_correct FROM predictions p
+            JOIN runs r ON r.run_id = p.run_id
+            WHERE p.is_correct IS NOT NULL
+              AND p.run_id IN (SELECT a_run FROM paired UNION SELECT b_run FROM paired)
+        ),
+        judged AS (
+            SELECT run_id, instance_id, count(*) AS trials,
+                   avg(CASE WHEN {verdict or "is_correct"} THEN 1.0 ELSE 0.0 END) AS pass_rate,
+                   avg(score) AS score
+            FROM trials GROUP BY run_id, instance_id
+        ),
+        clusters AS (
+            SELECT run_id, instance_id, max(cluster) AS cluster FROM instances
+            WHERE cluster IS NOT NULL
+              AND run_id IN (SELECT a_run FROM paired UNION SELECT b_run FROM paired)
+            GROUP BY run_id, instance_id
+        )
+        SELECT pr.dataset, pr.instance_id, ja.trials AS a_trials, ja.pass_rate AS a_pass, ja.score AS a_score,
+               jb.trials AS b_trials, jb.pass_rate AS b_pass, jb.score AS b_score,
+               coalesce(ca.cluster, cb.cluster) AS cluster
+        FROM paired pr
+        JOIN judged ja ON ja.run_id = pr.a_run AND ja.instance_id = pr.instance_id
+        JOIN judged jb ON jb.run_id = pr.b_run AND jb.instance_id = pr.b_instance_id
+        LEFT JOIN clusters ca ON ca.run_id = pr.a_run AND ca.instance_id = pr.instance_id
+        LEFT JOIN clusters cb ON cb.run_id = pr.b_run AND cb.instance_id = pr.b_instance_id
+        ORDER BY pr.dataset, pr.instance_id, pr.b_instance_id
+        """,
+        [*params, None, a, a, None, b, b, *verdict_params],
     )
 
 

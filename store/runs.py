@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Iterator
 import orjson
 import pyarrow as pa
 
+from core.passages import passage_clusters
 from core.schema import (
     INSTANCE_COLUMNS,
     PREDICTION_COLUMNS,
@@ -94,6 +95,30 @@ class StagedRun:
         return self.instances.nbytes + self.predictions.nbytes + (self.steps.nbytes if self.steps is not None else 0)
 
 
+# formats whose instance input is the question alone (no in-context examples, which every question
+# of a few-shot prompt shares): there, a long shared opening is a passage (core/passages.py)
+PASSAGE_FORMATS = {"helm"}
+
+
+def _with_passages(run, instances: pa.Table) -> pa.Table:
+    """`instances` with the questions that share a passage clustered, where the format's inputs
+    say so and the log gave no cluster."""
+    if run.source_format not in PASSAGE_FORMATS or instances.num_rows < 2:
+        return instances
+    given = instances.column("cluster").to_pylist()
+    if any(c is not None for c in given):
+        return instances
+    ids = instances.column("instance_id").to_pylist()
+    inputs: dict = {}
+    for qid, text in zip(ids, instances.column("input_text").to_pylist()):
+        inputs.setdefault(qid, text)  # a perturbed copy of a question keeps its question's passage
+    found = passage_clusters(inputs)
+    if not found:
+        return instances
+    index = instances.schema.get_field_index("cluster")
+    return instances.set_column(index, "cluster", pa.array([found.get(q) for q in ids], pa.string()))
+
+
 def stage_run(parsed: "ParsedRun") -> StagedRun:
     run = parsed.run
     values = run.model_dump()
@@ -107,7 +132,7 @@ def stage_run(parsed: "ParsedRun") -> StagedRun:
     )
     rid = run.run_id
     preds = parsed.predictions
-    instances = _table(rid, parsed.instances, INSTANCE_COLUMNS, _INSTANCE_ENCODE)
+    instances = _with_passages(run, _table(rid, parsed.instances, INSTANCE_COLUMNS, _INSTANCE_ENCODE))
     predictions = _table(rid, preds, PREDICTION_COLUMNS, _PREDICTION_ENCODE)
     return StagedRun(
         run_id=rid,

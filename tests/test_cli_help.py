@@ -45,7 +45,7 @@ def test_the_walk_finds_every_subcommand():
         "ingest", "ingest export", "ingest merge",
         "taxonomy", "taxonomy analyze", "taxonomy verify", "taxonomy classify", "taxonomy agreement",
         "taxonomy labels", "taxonomy review-sample", "taxonomy calibrate", "taxonomy discover",
-        "stats", "stats accuracy", "stats signatures", "stats power", "stats compare", "stats report", "stats mcp",
+        "stats", "stats accuracy", "stats signatures", "stats power", "stats leaderboard", "stats compare", "stats report", "stats mcp",
     ]
 
 

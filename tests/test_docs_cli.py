@@ -25,6 +25,7 @@ COMMANDS = {
     ("stats", "accuracy"): ("stats.md",),
     ("stats", "signatures"): ("stats.md",),
     ("stats", "power"): ("stats.md",),
+    ("stats", "leaderboard"): ("stats.md",),
     ("stats", "compare"): ("stats.md",),
     ("stats", "report"): ("stats.md",),
     ("stats", "mcp"): ("mcp.md",),

@@ -18,7 +18,7 @@ def _write(path, rows):
 
 def test_every_reader_is_a_format_choice():
     assert FORMATS == ("auto", "helm", "lm-eval", "inspect", "eee", "openai-evals", "promptfoo", "swe-agent", "openhands",
-                       "tau-bench", "atif", "who-when", "messages", "jsonl", "csv", "parquet", "xlsx")
+                       "tau-bench", "terminal-bench", "atif", "who-when", "messages", "jsonl", "csv", "parquet", "xlsx")
 
 
 def test_unrecognised_file_names_it_and_every_format_tried(tmp_path):

@@ -66,5 +66,5 @@ def test_a_comparison_carries_its_mde_and_the_datasets_q(demo_db):
     for d in c.by_dataset:
         assert d.mde == mcnemar_mde(d.n_pairs, (d.a_only_fail + d.b_only_fail) / d.n_pairs)
     data = c.to_json()
-    assert set(data["mcnemar"]) == {"a_only_fail", "b_only_fail", "p", "mde"}
-    assert set(data["by_dataset"][0]["mcnemar"]) == {"a_only_fail", "b_only_fail", "p", "q", "mde"}
+    assert set(data["mcnemar"]) == {"a_only_fail", "b_only_fail", "p", "mde", "test", "clusters", "clustered"}
+    assert set(data["by_dataset"][0]["mcnemar"]) == {"a_only_fail", "b_only_fail", "p", "q", "mde", "test", "clusters", "clustered"}

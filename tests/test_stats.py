@@ -174,7 +174,8 @@ def test_cli_json_and_summary(tmp_db, capsys):
     assert main(["compare", "A", "B", "--db", str(tmp_db), "--json"]) == 0
     out, err = capsys.readouterr()
     data = json.loads(out)
-    assert set(data["mcnemar"]) == {"a_only_fail", "b_only_fail", "p", "mde"}
+    assert set(data["mcnemar"]) == {"a_only_fail", "b_only_fail", "p", "mde", "test", "clusters", "clustered"}
+    assert data["mcnemar"]["test"] == "McNemar exact" and data["mcnemar"]["clusters"] is None
     assert set(data["categories"][0]) == {"category", "a_count", "b_count", "a_share", "b_share",
                                           "p_fisher", "q_bh", "p_paired", "p_errormap", "corrected_delta",
                                           "corrected_low", "corrected_high", "finding"}

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from conftest import q, run_module
+from helm_gen import Case, Run, write_run, write_schema
 
 from ingest import IngestError, ReadOptions, ingest_paths
 from ingest.walk import HIDDEN
@@ -194,3 +195,164 @@ def test_placeholder_names_and_hidden_folders_are_said(tmp_path, tmp_db):
     named = tmp_path / "n.duckdb"
     ingest_paths([dots], db=named, options=ReadOptions(model="gpt-4o", dataset="arith"))
     assert q(named, "SELECT model, dataset, dataset_raw FROM runs") == [("gpt-4o", "arith", None)]
+
+
+# lm-eval's results file as lm_eval/evaluator.py and evaluator_utils.py write it: `results` per
+# task (a group's own row above its " - task" rows, which newer versions also put under `groups`),
+# `group_subtasks`, `configs`, `n-samples` {original, effective} (effective: after --limit)
+STAMP = "2025-03-04T05-06-07.000001"
+
+
+def lmeval_sample(doc_id: int, passed: bool, metric: str, flt: str = "none") -> dict:
+    return {"doc_id": doc_id, "doc": {"question": f"Question {doc_id}?", "answer": "#### 42"}, "target": "#### 42",
+            "arguments": {"gen_args_0": {"arg_0": f"Question: Question {doc_id}?\nAnswer:", "arg_1": {"until": ["\n"]}}},
+            "resps": [["42" if passed else "41"]], "filtered_resps": ["42" if passed else "41"], "filter": flt,
+            "metrics": [metric], "doc_hash": "d", "prompt_hash": "p", "target_hash": "t", metric: float(passed)}
+
+
+def lmeval_task(folder: Path, task: str, passes: list[bool], metric: str, flt: str = "none") -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = [lmeval_sample(n, ok, metric, flt) for n, ok in enumerate(passes)]
+    (folder / f"samples_{task}_{STAMP}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def lmeval_results(folder: Path, results: dict, n_samples: dict, *, groups: dict | None = None,
+                   group_subtasks: dict | None = None, limit: float | None = None) -> None:
+    metric_list = [{"metric": m, "aggregation": "mean", "higher_is_better": True} for m in ("acc", "exact_match")]
+    data = {"results": results, **({"groups": groups} if groups else {}),
+            "group_subtasks": group_subtasks or {t: [] for t in results},
+            "configs": {t: {"task": t, "test_split": "test", "num_fewshot": 0, "metric_list": metric_list}
+                        for t in n_samples},
+            "n-shot": {t: 0 for t in n_samples}, "higher_is_better": {t: {"acc": True, "exact_match": True} for t in n_samples},
+            "n-samples": n_samples, "config": {"model": "hf", "model_args": "pretrained=org/model", "limit": limit},
+            "model_name": "org/model"}
+    (folder / f"results_{STAMP}.json").write_text(json.dumps(data))
+
+
+def test_lmeval_under_limit_keeps_its_own_aggregate(tmp_path, tmp_db):
+    """`--limit 250` on gsm8k (1,319 documents), the log trimmed to 9 samples to share: lm-eval's
+    0.376 is the harness's number; 6/9 here is a part of its 250, not a failed check."""
+    folder = tmp_path / "org__model"
+    lmeval_task(folder, "gsm8k", [True] * 6 + [False] * 3, "exact_match", "strict-match")
+    lmeval_results(folder, {"gsm8k": {"alias": "gsm8k", "exact_match,strict-match": 0.376,
+                                      "exact_match_stderr,strict-match": 0.0306}},
+                   {"gsm8k": {"original": 1319, "effective": 250}}, limit=250.0)
+    summary = ingest_paths([folder], db=tmp_db)
+    assert (summary.runs, summary.predictions, summary.failures, len(summary.differing)) == (1, 9, 3, 0)
+    assert q(tmp_db, "SELECT harness_metric, harness_value, harness_n, harness_agrees, harness_note FROM runs") == [
+        ("exact_match,strict-match", 0.376, 250, None,
+         "not compared: the log holds 9 of the 250 samples its aggregate counts (6/9 pass here, consistent with "
+         "0.376 = 94/250, exact_match,strict-match, split test)")]
+    samples = folder / f"samples_gsm8k_{STAMP}.jsonl"
+    assert summary.remarks == [f"{samples}: lm-eval evaluated 250 of gsm8k's 1,319 documents (--limit): its "
+                               "aggregate, and the pass rate here, are over those"]
+    lines = summary.details()
+    assert "harness check: 1 run not compared:" in lines
+    r = run_module("ingest", folder, "--db", tmp_path / "s.duckdb", "--strict")
+    assert r.returncode == 0, r.stderr
+
+
+def test_lmeval_limit_run_holding_every_sample_agrees(tmp_path, tmp_db):
+    folder = tmp_path / "org__model"
+    lmeval_task(folder, "gsm8k", [True] * 6 + [False] * 3, "exact_match", "strict-match")
+    lmeval_results(folder, {"gsm8k": {"alias": "gsm8k", "exact_match,strict-match": 0.6666666666666666}},
+                   {"gsm8k": {"original": 1319, "effective": 9}}, limit=9.0)
+    summary = ingest_paths([folder], db=tmp_db)
+    assert q(tmp_db, "SELECT harness_value, harness_n, harness_agrees, harness_note FROM runs") == [
+        (0.6666666666666666, 9, True, "agrees: 0.666667 = 6/9 (exact_match,strict-match, split test)")]
+    assert summary.remarks == [f"{folder / f'samples_gsm8k_{STAMP}.jsonl'}: lm-eval evaluated 9 of gsm8k's 1,319 "
+                               "documents (--limit): its aggregate, and the pass rate here, are over those"]
+
+
+def test_lmeval_group_says_its_own_aggregate(tmp_path, tmp_db):
+    """A group of two tasks lm-eval averages unweighted (0.75 and 0.3 → 0.525): its own number is
+    said beside each task's check, never one Faultline recomputes (6/14 pooled)."""
+    folder = tmp_path / "org__model"
+    lmeval_task(folder, "mini_a", [True] * 3 + [False], "acc")
+    lmeval_task(folder, "mini_b", [True] * 3 + [False] * 7, "acc")
+    group_row = {"alias": "mini", "acc,none": 0.525, "acc_stderr,none": 0.15}
+    lmeval_results(folder, {"mini": group_row, "mini_a": {"alias": " - mini_a", "acc,none": 0.75},
+                            "mini_b": {"alias": " - mini_b", "acc,none": 0.3}},
+                   {"mini_a": {"original": 4, "effective": 4}, "mini_b": {"original": 10, "effective": 10}},
+                   groups={"mini": group_row}, group_subtasks={"mini": ["mini_a", "mini_b"]})
+    summary = ingest_paths([folder], db=tmp_db)
+    assert (summary.runs, summary.predictions, summary.failures) == (2, 14, 8)
+    assert q(tmp_db, "SELECT dataset, domain, harness_value, harness_agrees, harness_note FROM runs ORDER BY 2") == [
+        ("mini", "mini_a", 0.75, True,
+         "agrees: 0.75 = 3/4 (acc,none, split test); lm-eval's own acc,none for the group mini is 0.525"),
+        ("mini", "mini_b", 0.3, True,
+         "agrees: 0.3 = 3/10 (acc,none, split test); lm-eval's own acc,none for the group mini is 0.525")]
+
+
+def test_every_run_not_compared_says_why():
+    """Past the runs the summary lists one by one, the rest are counted by their reason."""
+    from types import SimpleNamespace
+
+    from ingest.report import SHOWN_NOT_COMPARED, harness_lines
+
+    def run(n: int, note: str) -> SimpleNamespace:
+        return SimpleNamespace(label=f"run{n}", harness_agrees=None, harness_note=note)
+
+    partial = "not compared: the log holds {} of the 790 samples its aggregate counts (9/15 pass here, consistent with 0.675949 = 534/790, includes/accuracy)"
+    corpus = "not compared: lm-eval aggregates f1 over the corpus, not as a mean of per-doc scores"
+    notes = [run(n, partial.format(n + 1)) for n in range(SHOWN_NOT_COMPARED + 3)] + [run(99, corpus)]
+    lines = harness_lines(notes)
+    assert lines[0] == "harness check: 14 runs not compared:"
+    assert lines[1:-1] == [f"  run{n}: {partial.format(n + 1)}" for n in range(SHOWN_NOT_COMPARED)]
+    assert lines[-1] == ("  … 4 more: 3 × the log holds … of the … samples its aggregate counts; 1 × lm-eval "
+                         "aggregates f1 over the corpus, not as a mean of per-doc scores (runs.harness_note has each)")
+
+
+def bbq_suite(root: Path, *, per_instance: bool) -> Path:
+    """A HELM safety suite's BBQ run whose schema.json names bbq_accuracy, the headline HELM's
+    classic schema does not (quasi_exact_match there). Newer HELM scores bbq_accuracy per request;
+    older HELM only over the run (BBQMetric.evaluate_instances), so only stats.json has it."""
+    suite = root / "benchmark_output" / "runs" / "safety-v1"
+    suite.mkdir(parents=True)
+    qem, bbq = [1, 1, 1, 0, 0, 1, 0, 1], [1, 1, 0, 0, 0, 1, 0, 1]
+    cases = [Case(id=f"id{i}", question=f"Who was late? {i}", output="A",
+                  stats={"quasi_exact_match": float(a), **({"bbq_accuracy": float(b)} if per_instance else {})})
+             for i, (a, b) in enumerate(zip(qem, bbq))]
+    run = write_run(suite, Run(scenario="bbq", model="openai/gpt-4o", groups=["bbq"], cases=cases,
+                               args={"subject": "all"}, method="multiple_choice_joint"))
+    if not per_instance:
+        stats = json.loads((run / "stats.json").read_text())
+        stats.append({"name": {"name": "bbq_accuracy", "split": "test"}, "count": 1, "sum": 0.625,
+                      "sum_squared": 0.390625, "min": 0.625, "max": 0.625, "mean": 0.625})
+        (run / "stats.json").write_text(json.dumps(stats))
+    write_schema(suite, {"bbq": ("bbq_accuracy", "test")}, {"bbq_accuracy": "BBQ accuracy"})
+    return suite
+
+
+def test_helm_safety_bbq_is_judged_on_its_suites_headline(tmp_path):
+    db = tmp_path / "a.duckdb"
+    ingest_paths([bbq_suite(tmp_path / "new", per_instance=True)], db=db)
+    assert q(db, "SELECT main_metric, main_metric_source, headline_metric, harness_value, harness_agrees, harness_note "
+                 "FROM runs") == [("bbq_accuracy", "schema", "bbq_accuracy", 0.5, True,
+                                   "agrees: 0.5 = 4/8 (bbq_accuracy, split test)")]
+    # bbq_accuracy over the run only: judged on HELM's table metric for the group, and said to be
+    # another than the suite's headline, never "agrees" with the classic schema's quasi_exact_match
+    db = tmp_path / "b.duckdb"
+    summary = ingest_paths([bbq_suite(tmp_path / "old", per_instance=False)], db=db)
+    assert q(db, "SELECT main_metric, headline_metric, harness_metric, harness_value, harness_agrees, harness_note "
+                 "FROM runs") == [("quasi_exact_match", "bbq_accuracy", "bbq_accuracy", 0.625, False,
+                                   "differs: judged on quasi_exact_match, but the harness's headline is bbq_accuracy (0.625)")]
+    assert len(summary.differing) == 1
+
+
+def test_lmeval_under_limit_shows_its_own_aggregate_as_the_harness_number(tmp_path, tmp_db):
+    """The pages' and `stats accuracy`'s harness's number for the trimmed log is lm-eval's 0.376,
+    not the recount of the 9 samples kept (66.7%), and the note says why."""
+    import store
+    from stats.headline import model_accuracy
+
+    folder = tmp_path / "org__model"
+    lmeval_task(folder, "gsm8k", [True] * 6 + [False] * 3, "exact_match", "strict-match")
+    lmeval_results(folder, {"gsm8k": {"alias": "gsm8k", "exact_match,strict-match": 0.376}},
+                   {"gsm8k": {"original": 1319, "effective": 250}}, limit=250.0)
+    ingest_paths([folder], db=tmp_db)
+    with store.read_connection(tmp_db) as con:
+        row = model_accuracy(con).row(0, named=True)
+    assert (row["headline"], row["headline_of"], row["headline_ci_low"], row["n"], row["failures"]) == (
+        0.376, "the log's own aggregate", None, 9, 3)
+    assert "its own aggregate over 250 questions; the log holds 9 of them" in row["headline_note"]

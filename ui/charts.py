@@ -207,12 +207,14 @@ def _tooltip(data: pl.DataFrame, first: list) -> list:
     return tips
 
 
-def headline(df: pl.DataFrame, dataset: str) -> alt.Chart:
+def headline(df: pl.DataFrame, dataset: str, groups: dict[str, int] | None = None) -> alt.Chart:
     """Each model's result on one dataset as the harness reports it (`stats.model_accuracy`
     rows): the harness's number with its 95% interval, on the metric's own scale (a pass rate on
     0–100%, a jury mean on 1–5), best first; for a continuous metric the analysis threshold is a
     dashed red line (the failures are the questions on its wrong side); for a dataset HELM runs
-    domain by domain, the rate pooled over questions is a grey diamond beside HELM's mean."""
+    domain by domain, the rate pooled over questions is a grey diamond beside HELM's mean.
+    `groups` (stats.leaderboard: model → group): the models the data cannot tell apart share a
+    colour, alternating from group to group, and the group is named at the right."""
     from stats.headline import headline_interval_text, headline_text, is_continuous
 
     rows = df.to_dicts()
@@ -247,7 +249,19 @@ def headline(df: pl.DataFrame, dataset: str) -> alt.Chart:
         layers.append(alt.Chart(pl.DataFrame({"x": [line], "rule": [first["analysis_rule"]]}))
                       .mark_rule(color="#d62728", strokeDash=[5, 3], strokeWidth=2)
                       .encode(x="x:Q", tooltip=[alt.Tooltip("rule:N", title="analysis threshold")]))
-    layers.append(base.mark_point(filled=True, size=80, color="#1f77b4").encode(x="headline:Q", tooltip=tooltip))
+    if not groups:
+        layers.append(base.mark_point(filled=True, size=80, color="#1f77b4").encode(x="headline:Q", tooltip=tooltip))
+        return alt.layer(*layers).properties(title=dataset, height=alt.Step(26))
+    grouped = data.with_columns(group=pl.Series([f"group {groups.get(r['model'], 0)}" for r in rows], dtype=pl.String),
+                                shade=pl.Series([groups.get(r["model"], 0) % 2 for r in rows], dtype=pl.Int64))
+    gbase = alt.Chart(grouped).encode(y=alt.Y("model:N", sort=best_first, title=None, axis=alt.Axis(labelLimit=360)))
+    colour = alt.Color("shade:N", scale=alt.Scale(domain=[1, 0], range=["#1f77b4", "#ff7f0e"]), legend=None)
+    layers.append(gbase.mark_point(filled=True, size=80).encode(
+        x="headline:Q", color=colour, tooltip=[*tooltip, alt.Tooltip("group:N", title="cannot be told apart within")]))
+    right = high if low is not None and high is not None else None
+    if right is not None:
+        layers.append(gbase.mark_text(align="right", dx=-2, fontSize=FONT_SIZE - 1).encode(
+            x=alt.datum(right), text="group:N", color=colour))
     return alt.layer(*layers).properties(title=dataset, height=alt.Step(26))
 
 

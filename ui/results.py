@@ -25,6 +25,9 @@ def results_caption(group: pl.DataFrame) -> None:
     rows = group.to_dicts()
     first = rows[0]
     interval = {"Wilson": "Wilson 95% interval", "t": "Student t 95% interval",
+                "cluster-robust t": (f"cluster-robust 95% t interval over {fmt.count(first['clusters'])} clusters "
+                                     "of questions (a shared passage or a cluster given in the log; CR1 sandwich)"
+                                     if first.get("clusters") else "cluster-robust 95% t interval"),
                 "t over domains": "95% t interval of a mean of domain means (stratified standard error)"}
     what = first["headline_of"] or "no single headline"
     scale = "" if first["headline_as_rate"] else f" on {fmt.span(first['scale_min'], first['scale_max'])}"

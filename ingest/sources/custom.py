@@ -40,7 +40,7 @@ from .chat import add_messages, said
 # how a run whose file has a correct column is judged
 CORRECT_COLUMN = {"lower_is_better": False, "scale_source": "binary", "verdict_rule": "the file's correct column (true passes, false fails)"}
 FIELDS = ("model", "instance_id", "input", "output", "reference", "score", "correct", "dataset", "domain", "split",
-          "messages", "prompt", "instructions", "judge_explanation", "finish_reason")
+          "messages", "prompt", "instructions", "judge_explanation", "finish_reason", "cluster")
 REQUIRED = ("instance_id", "output")
 SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "csv", ".parquet": "parquet", ".xlsx": "xlsx"}
 
@@ -68,6 +68,19 @@ class CustomRow(BaseModel):
     instructions: str | None = None
     judge_explanation: str | None = None
     finish_reason: str | None = None
+    # questions that are not independent (one passage, one repository) share a cluster
+    cluster: str | None = None
+
+    @field_validator("cluster", mode="before")
+    @classmethod
+    def _cluster(cls, v: Any) -> Any:
+        if v is None or v == "":
+            return None
+        if hasattr(v, "item"):  # a numpy integer from a Parquet column
+            v = v.item()
+        if isinstance(v, bool) or not isinstance(v, (str, int)):
+            raise ValueError(f"expected a text or integer cluster, found {type(v).__name__}")
+        return str(v)
 
     @field_validator("messages", mode="before")
     @classmethod
@@ -398,6 +411,7 @@ def _build_run(path, kind, model, dataset, domain, rows, content_hash, options) 
             question_hash=question_hash(r.input),
             # instructions that differ from row to row belong to each row's prompt
             prompt_text=r.prompt if r.prompt or instructions or not r.instructions else r.instructions,
+            cluster=r.cluster,
         )
         for _, r in rows
     ]

@@ -158,8 +158,13 @@ def read_samples(samples: Path, options: ReadOptions) -> Iterator[ParsedRun]:
     for place, row in rows:
         by_filter.setdefault(str(row.get("filter", "none")), []).append((place, row))
     context = _TaskContext(samples, results, task, model, dataset, dataset_raw, domain, hasher.hexdigest())
-    for filter_name, filter_rows in by_filter.items():
-        yield _build_run(context, filter_name, filter_rows, options)
+    for n, (filter_name, filter_rows) in enumerate(by_filter.items()):
+        parsed = _build_run(context, filter_name, filter_rows, options)
+        original, effective = context.n_samples()
+        if n == 0 and original is not None and effective is not None and effective < original:
+            parsed.notes.append(f"{samples}: lm-eval evaluated {effective:,} of {task}'s {original:,} documents "
+                                "(--limit): its aggregate, and the pass rate here, are over those")
+        yield parsed
 
 
 def _results_file(samples: Path, stamp: str) -> Path | None:
@@ -298,13 +303,15 @@ class _TaskContext:
         return [m["metric"] for m in self.config.get("metric_list") or [] if isinstance(m, dict) and isinstance(m.get("metric"), str)]
 
     def aggregate(self, metric: str, filter_name: str, per_doc_pairs: bool) -> HarnessAggregate | None:
-        """The results file's mean of the metric for this task and filter, and its sample count."""
+        """The results file's mean of the metric for this task and filter, and its sample count;
+        for a task of a group, the group's own aggregate said beside it."""
         values = (self.results.get("results") or {}).get(self.task)
         if not isinstance(values, dict) or f"{metric},{filter_name}" not in values:
             return None
         value = values[f"{metric},{filter_name}"]
-        counts = (self.results.get("n-samples") or {}).get(self.task) or {}
-        n = counts.get("effective", counts.get("original")) if isinstance(counts, dict) else None
+        n = self.n_samples()[1]
+        if n is None:
+            n = values.get("sample_len")  # newer lm-eval writes it beside the metrics, too
         aggregation = next(
             (m.get("aggregation") for m in self.config.get("metric_list") or [] if isinstance(m, dict) and m.get("metric") == metric),
             None,
@@ -314,8 +321,30 @@ class _TaskContext:
             why = f"lm-eval aggregates {metric} over the corpus, not as a mean of per-doc scores"
         return HarnessAggregate(
             f"{metric},{filter_name}", self.split, _number(value),
-            n if isinstance(n, int) else None, why,
+            n if isinstance(n, int) and not isinstance(n, bool) else None, why,
+            remark=self.group_aggregate(f"{metric},{filter_name}"),
         )
+
+    def n_samples(self) -> tuple[int | None, int | None]:
+        """(original, effective): the task's documents, and how many lm-eval evaluated (fewer
+        under --limit); its aggregate counts the effective ones."""
+        counts = (self.results.get("n-samples") or {}).get(self.task)
+        if not isinstance(counts, dict):
+            return None, None
+        original, effective = (whole_or_none(counts.get(k)) for k in ("original", "effective"))
+        return original, effective if effective is not None else original
+
+    def group_aggregate(self, key: str) -> str | None:
+        """lm-eval's own number for the group the task is a part of (its `groups` entry, else its
+        `results` entry: the group's row above the " - task" rows), on the same metric and filter."""
+        if self.domain is None:
+            return None
+        for section in ("groups", "results"):
+            entry = (self.results.get(section) or {}).get(self.dataset_raw)
+            value = _number(entry.get(key)) if isinstance(entry, dict) else None
+            if value is not None:
+                return f"lm-eval's own {key} for the group {self.dataset_raw} is {value:.6g}"
+        return None
 
     @property
     def split(self) -> str | None:

@@ -7,7 +7,10 @@ on (instance_id, perturbation, train_trial_index).
 
 A run is judged on HELM's headline for its run group: the suite schema.json's main_name, else the
 first main metric HELM's own schema files have named for the group that the run reports
-(helm_table, for suites written by helm-run alone). A run folder without predictions, or with 0
+(helm_table, for suites written by helm-run alone). A headline the suite's schema names that no
+prediction carries (older HELM computes BBQ's bbq_accuracy over the run only) stays the headline:
+the run is judged on HELM's table metric for the group, and the check says it is not the
+headline. A run folder without predictions, or with 0
 request states, is skipped in a folder and refused when named directly (NotARun).
 """
 
@@ -334,7 +337,10 @@ def _metric(files: _RunFiles, ident: _Identity, schema: SuiteSchema | None, opti
     display_names = list(first.get("stats") or {})
     available = metric_names | set(display_names)
     headline = _headline(schema, ident.groups, available)
-    metric, source = _choose_metric(override.metric, headline, available, display_names, _jury_metric(files.spec))
+    # a headline HELM computes over the whole run (BBQ's bbq_accuracy in older HELM) decides no
+    # prediction: judge on what HELM's table names for the group, and say it is not the headline
+    judgeable = headline if headline is not None and headline.metric in available else _table_headline(ident.groups, available)
+    metric, source = _choose_metric(override.metric, judgeable, available, display_names, _jury_metric(files.spec))
     return _Metric(override, headline, metric, source, _lower_is_better(schema, metric))
 
 
@@ -738,10 +744,17 @@ def _headline(schema: SuiteSchema | None, groups: list[str], available: set[str]
     first main metric HELM's own schema files have named for the group that the run reports
     (suites written by helm-run alone have no schema.json)."""
     if schema:
-        for group in reversed(groups):
-            main = schema.main_names.get(group)
-            if main in available:
-                return helm_table.Headline(group, main, schema.main_splits.get(group), SUITE_SCHEMA)
+        named = [(group, main) for group in reversed(groups) if (main := schema.main_names.get(group))]
+        if named:
+            # the first the predictions carry, else the suite's word all the same (a metric HELM
+            # computes over the run only): never another schema's headline for the group (BBQ)
+            group, main = min(named, key=lambda gm: gm[1] not in available)
+            return helm_table.Headline(group, main, schema.main_splits.get(group), SUITE_SCHEMA)
+    return _table_headline(groups, available)
+
+
+def _table_headline(groups: list[str], available: set[str]) -> helm_table.Headline | None:
+    """The first main metric HELM's own schema files name for a group the run reports."""
     for group in reversed(groups):
         for headline in helm_table.headlines(group):
             if headline.metric in available:
