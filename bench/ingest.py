@@ -1,9 +1,10 @@
 """Ingest speed: Faultline's HELM reader against a minimal reference reader, in the same run.
 
-    python bench/ingest.py                  # fixture suite + a generated 283-run, ~120 MB suite
+    python bench/ingest.py                  # fixture suite + a generated 283-run, ~120 MB suite in helm-run's layout
     python bench/ingest.py --large          # ... + 1,000,000 generated predictions (minutes)
     python bench/ingest.py --large --predictions 2000000 --large-only   # peak memory and ratio at 2M
     python bench/ingest.py --transcript     # ... + an agent transcript of --transcript-mb MB: peak memory
+    python bench/ingest.py --transcript-only --transcript-mb 100 300 1000 --repeats 3   # transcripts only
 
 Both suites are timed in this process (ingest_paths against the reference function), and the
 283-run suite also as a user runs it, start-up included (`python -m ingest SUITE` against
@@ -12,10 +13,13 @@ of the modules they import (PYTHONPYCACHEPREFIX under bench/out, after one untim
 as a user's Python does; this sandbox sets PYTHONDONTWRITEBYTECODE, which makes every run
 compile Faultline's modules again (about 0.1 s): --no-bytecode-cache measures that way.
 The --transcript log is one Inspect sample whose model calls each repeat the conversation so far
-(how real .eval members reach hundreds of MB); the goal is peak memory under 1 GB.
+(how real .eval members reach hundreds of MB). Its reference streams the same .eval with ijson's
+C backend, one event at a time, into one bulk insert of (sample, step, role, text); both run in
+a fresh process each, alternating, and the bench prints wall time, MB/s of the sample member and
+peak memory of each (goals: at most 1.5x the reference, time linear in size, under 1 GB).
 
-The reference does the least any HELM reader must do: json.load the same files of every run
-and insert one row per prediction with a single bulk insert. Both are timed in the same run,
+The reference does the least any HELM reader must do: json.load every file of every run that
+Faultline reads (RUN_FILES) and insert one row per prediction with a single bulk insert. Both are timed in the same run,
 alternating, --repeats times each (default 5), and both the best and the median are printed (a
 shared machine moves single runs by a tenth or more); the figure that matters is the wall-time
 ratio, start-up included (goal: at most 1.5x on the 283-run suite; Faultline parses it on every
@@ -42,7 +46,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 FIXTURE_SUITE = ROOT.parent / "shared" / "fixtures" / "helm" / "mmlu-v1" / "benchmark_output" / "runs" / "v1"
-RUN_FILES = ("run_spec.json", "scenario.json", "instances.json", "display_predictions.json", "per_instance_stats.json", "scenario_state.json")
+# every file of a run Faultline reads
+RUN_FILES = ("run_spec.json", "scenario.json", "instances.json", "display_predictions.json", "display_requests.json",
+             "per_instance_stats.json", "scenario_state.json", "stats.json")
 
 
 def reference_ingest(suite: Path, db: Path) -> int:
@@ -187,9 +193,145 @@ def generate_suite(dest: Path, n_runs: int, per_run: int, n_models: int = 10, se
                 stats.append({"instance_id": iid, "train_trial_index": 0, "stats": [
                     _stat("exact_match", em, split), _stat("quasi_exact_match", em, split),
                     _stat("num_output_tokens", float(len(text) // 4), split), _stat("inference_runtime", rng.random(), split)]})
-            (run / "instances.json").write_text(json.dumps(instances))
-            (run / "display_predictions.json").write_text(json.dumps(preds))
-            (run / "per_instance_stats.json").write_text(json.dumps(stats))
+            (run / "instances.json").write_text(_helm_json(instances))
+            (run / "display_predictions.json").write_text(_helm_json(preds))
+            (run / "per_instance_stats.json").write_text(_helm_json(stats))
+            made += 1
+    shutil.rmtree(dest, ignore_errors=True)
+    tmp.rename(dest)
+
+
+# the metrics a real MMLU run reports per instance (fixtures/helm mmlu-v1), in its order
+_MMLU_STATS = ("num_references", "num_train_trials", "num_prompt_tokens", "num_completion_tokens", "num_output_tokens",
+               "training_co2_cost", "training_energy_cost", "inference_runtime", "batch_size", "finish_reason_length",
+               "finish_reason_stop", "finish_reason_endoftext", "finish_reason_unknown", "num_train_instances",
+               "prompt_truncated", "max_prob", "exact_match", "exact_match@5", "quasi_exact_match", "quasi_exact_match@5",
+               "prefix_exact_match", "prefix_exact_match@5", "quasi_prefix_exact_match", "quasi_prefix_exact_match@5",
+               "logprob", "num_perplexity_tokens", "num_bytes")
+
+
+def _helm_json(value) -> str:
+    return json.dumps(value, indent=2)  # as helm-run writes its run files
+
+
+def generate_real_layout_suite(dest: Path, n_runs: int = 283, per_run: int = 22, n_models: int = 5, seed: int = 0) -> None:
+    """A suite in the layout helm-run writes, each file shaped as in a real MMLU run (the
+    fixtures' mmlu-v1): run_spec, scenario, scenario_state (every request state with its 5-shot
+    prompt and completion), stats (162 aggregates), per_instance_stats (27 metrics per
+    instance), instances, display_predictions and display_requests, indented as helm-run writes
+    them — about 420 KB per run at 22 instances. Generated text, clearly not an evaluation."""
+    rng = random.Random(seed)
+    tmp = dest.with_suffix(".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    schema = {"run_groups": [{"name": "mmlu", "environment": {"main_name": "exact_match", "main_split": "test"}}],
+              "metrics": [{"name": "exact_match", "lower_is_better": False}], "models": []}
+    (tmp / "schema.json").write_text(json.dumps(schema))
+    subjects = [f"subject_{i:02d}" for i in range(-(-n_runs // n_models))]
+    letters = "ABCD"
+
+    def words(k: int) -> str:
+        return " ".join(rng.choices(LOREM, k=k))
+
+    made = 0
+    for subject in subjects:
+        for m in range(n_models):
+            if made >= n_runs:
+                break
+            model = f"synthetic/model-{m}"
+            name = f"mmlu:subject={subject},method=multiple_choice_joint,model={model.replace('/', '_')}"
+            run = tmp / name
+            run.mkdir()
+            adapter = {"method": "multiple_choice_joint", "global_prefix": "", "global_suffix": "",
+                       "instructions": f"The following are multiple choice questions (with answers) about {subject}.\n",
+                       "input_prefix": "Question: ", "input_suffix": "\n", "reference_prefix": "A. ", "reference_suffix": "\n",
+                       "output_prefix": "Answer: ", "output_suffix": "\n", "instance_prefix": "\n", "substitutions": [],
+                       "max_train_instances": 5, "max_eval_instances": per_run, "num_outputs": 5, "num_train_trials": 1,
+                       "num_trials": 1, "sample_train": True, "model_deployment": model, "model": model, "temperature": 0.0,
+                       "max_tokens": 1, "stop_sequences": ["\n"], "multi_label": False}
+            (run / "run_spec.json").write_text(json.dumps({
+                "name": name, "scenario_spec": {"class_name": "helm.benchmark.scenarios.mmlu_scenario.MMLUScenario",
+                                                "args": {"subject": subject}},
+                "adapter_spec": adapter,
+                "metric_specs": [{"class_name": "helm.benchmark.metrics.basic_metrics.BasicGenerationMetric",
+                                  "args": {"names": ["exact_match", "quasi_exact_match", "prefix_exact_match",
+                                                     "quasi_prefix_exact_match"]}},
+                                 {"class_name": "helm.benchmark.metrics.basic_metrics.BasicReferenceMetric", "args": {}},
+                                 {"class_name": "helm.benchmark.metrics.basic_metrics.InstancesPerSplitMetric", "args": {}}],
+                "data_augmenter_spec": {"perturbation_specs": [], "should_augment_train_instances": False,
+                                        "should_include_original_train": False, "should_skip_unchanged_train": False,
+                                        "should_augment_eval_instances": False, "should_include_original_eval": False,
+                                        "should_skip_unchanged_eval": False, "seeds_per_instance": 1},
+                "groups": ["mmlu"]}))
+            (run / "scenario.json").write_text(json.dumps({
+                "name": "mmlu", "description": "Massive Multitask Language Understanding", "tags": ["knowledge", "multiple_choice"],
+                "definition_path": "https://github.com/stanford-crfm/helm/blob/main/src/helm/benchmark/scenarios/mmlu_scenario.py"}))
+            shots = "".join(f"Question: {words(rng.randint(10, 40))}\n" + "".join(f"{c}. {words(rng.randint(2, 8))}\n" for c in letters)
+                            + f"Answer: {rng.choice(letters)}\n\n" for _ in range(5))
+            instances, preds, requests, stats, states = [], [], [], [], []
+            correct_sum = 0.0
+            for i in range(per_run):
+                iid = f"id{rng.randint(0, 10_000)}_{i}"
+                options = [words(rng.randint(2, 8)) for _ in letters]
+                gold = rng.randrange(4)
+                instance = {"input": {"text": words(rng.randint(10, 40))},
+                            "references": [{"output": {"text": o}, "tags": ["correct"] if k == gold else []}
+                                           for k, o in enumerate(options)],
+                            "split": "test", "id": iid}
+                answer = rng.randrange(4) if rng.random() < 0.4 else gold
+                em = float(answer == gold)
+                correct_sum += em
+                prompt = (adapter["instructions"] + "\n" + shots + f"Question: {instance['input']['text']}\n"
+                          + "".join(f"{c}. {o}\n" for c, o in zip(letters, options)) + "Answer:")
+                request = {"model_deployment": model, "model": model, "embedding": False, "prompt": prompt,
+                           "temperature": 0.0, "num_completions": 1, "top_k_per_token": 5, "max_tokens": 1,
+                           "stop_sequences": ["\n"], "echo_prompt": False, "top_p": 1, "presence_penalty": 0,
+                           "frequency_penalty": 0}
+                n_prompt = float(len(prompt) // 4)
+                values = {"num_references": 4.0, "num_train_trials": 1.0, "num_prompt_tokens": n_prompt,
+                          "num_completion_tokens": 1.0, "num_output_tokens": 1.0, "training_co2_cost": None,
+                          "training_energy_cost": None, "inference_runtime": rng.random(), "batch_size": 1.0,
+                          "finish_reason_length": 0.0, "finish_reason_stop": 0.0, "finish_reason_endoftext": 1.0,
+                          "finish_reason_unknown": 0.0, "num_train_instances": 5.0, "prompt_truncated": 0.0, "max_prob": 0.0,
+                          "logprob": 0.0, "num_perplexity_tokens": 1.0, "num_bytes": 1.0}
+                entries = []
+                for stat in _MMLU_STATS:
+                    value = values.get(stat, em)
+                    entries.append(_stat(stat, value, "test") if value is not None else
+                                   {"name": {"name": stat, "split": "test"}, "count": 0, "sum": 0, "sum_squared": 0})
+                instances.append(instance)
+                preds.append({"instance_id": iid, "train_trial_index": 0, "predicted_text": letters[answer], "base64_images": [],
+                              "mapped_output": options[answer],
+                              "stats": {"num_train_trials": 1.0, "num_prompt_tokens": n_prompt, "num_output_tokens": 1.0,
+                                        "num_train_instances": 5.0, "prompt_truncated": 0.0, "exact_match": em}})
+                requests.append({"instance_id": iid, "train_trial_index": 0, "request": request})
+                stats.append({"instance_id": iid, "train_trial_index": 0, "stats": entries})
+                states.append({"instance": instance, "train_trial_index": 0, "output_mapping": dict(zip(letters, options)),
+                               "request": request,
+                               "result": {"success": True, "embedding": [], "completions": [
+                                   {"text": letters[answer], "logprob": 0.0, "tokens": [{"text": letters[answer], "logprob": 0.0}],
+                                    "finish_reason": {"reason": "endoftext"}}],
+                                   "cached": True, "request_time": rng.random() * 10, "request_datetime": 1716195609},
+                               "num_train_instances": 5, "prompt_truncated": False, "num_conditioning_tokens": 0})
+            (run / "instances.json").write_text(_helm_json(instances))
+            (run / "display_predictions.json").write_text(_helm_json(preds))
+            (run / "display_requests.json").write_text(_helm_json(requests))
+            (run / "per_instance_stats.json").write_text(_helm_json(stats))
+            (run / "scenario_state.json").write_text(_helm_json({"adapter_spec": adapter, "request_states": states}))
+            # run aggregates as HELM writes them for an MMLU run: 31 per split, and 50 per split under
+            # the robustness and fairness perturbations (162)
+            aggregates = []
+            for split in ("test", "valid"):
+                plain = [*_MMLU_STATS, "num_instances", "exact_match_sum", "quasi_exact_match_sum", "num_bytes_sum"]
+                aggregates += [_stat(stat, correct_sum / per_run if "match" in stat else
+                                     float(per_run) if stat == "num_instances" and split == "test" else 1.0, split)
+                               for stat in plain]
+                for kind in ("robustness", "fairness"):
+                    perturbation = {"name": kind, "robustness": kind == "robustness", "fairness": kind == "fairness",
+                                    "computed_on": "worst"}
+                    aggregates += [_stat(stat, 1.0, split) | {"name": {"name": stat, "split": split, "perturbation": perturbation}}
+                                   for stat in _MMLU_STATS[:25]]
+            (run / "stats.json").write_text(_helm_json(aggregates))
             made += 1
     shutil.rmtree(dest, ignore_errors=True)
     tmp.rename(dest)
@@ -296,11 +438,11 @@ def generate_transcript(dest: Path, target_mb: int, seed: int = 0) -> tuple[int,
     return turns, written
 
 
-def _suite(name: str, n_runs: int, per_run: int) -> tuple[Path, float]:
+def _suite(name: str, n_runs: int, per_run: int, generate=generate_suite) -> tuple[Path, float]:
     suite = ROOT / "bench" / "out" / name
     if not suite.exists():
         t = time.perf_counter()
-        generate_suite(suite, n_runs, per_run)
+        generate(suite, n_runs, per_run)
         print(f"generated {suite} in {time.perf_counter() - t:.0f} s")
     return suite, sum(f.stat().st_size for f in suite.rglob("*") if f.is_file()) / 1e6
 
@@ -338,8 +480,10 @@ def main() -> None:
                          "(PYTHONDONTWRITEBYTECODE), instead of keeping their bytecode as a user's Python does")
     ap.add_argument("--large-only", action="store_true", help="with --large: skip the small suites")
     ap.add_argument("--keep-suite", action="store_true", help="keep the generated --large suite in bench/out (default: delete it)")
-    ap.add_argument("--transcript", action="store_true", help="also an agent transcript of --transcript-mb MB: peak memory")
-    ap.add_argument("--transcript-mb", type=int, default=300)
+    ap.add_argument("--transcript", action="store_true",
+                    help="also Inspect transcripts of --transcript-mb MB against an ijson reference: MB/s, peak memory")
+    ap.add_argument("--transcript-mb", type=int, nargs="+", default=[300],
+                    help="sizes of the generated transcripts in MB (default 300; e.g. 100 300 1000)")
     ap.add_argument("--transcript-only", action="store_true", help="only the --transcript measurement")
     ap.add_argument("--no-reference", action="store_true",
                     help="with --large: time only Faultline (the reference holds every prediction in memory: "
@@ -348,14 +492,15 @@ def main() -> None:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
     if args.transcript or args.transcript_only:
-        _transcript(args.transcript_mb)
+        _transcript(args.transcript_mb, args.repeats)
         if args.transcript_only:
             return
     if not (args.large and args.large_only):
         if FIXTURE_SUITE.is_dir():
             _print_pair("fixture suite mmlu-v1", args.repeats, timed_pair(FIXTURE_SUITE, args.repeats))
-        suite, size_mb = _suite("synthetic_helm_283_runs", 283, 200)
-        _print_pair(f"generated HELM suite: 283 runs, {size_mb:,.0f} MB of JSON", args.repeats, timed_pair(suite, args.repeats))
+        suite, size_mb = _suite("helm_283_runs_real_layout", 283, 22, generate_real_layout_suite)
+        _print_pair(f"generated HELM suite in helm-run's layout: 283 runs, {size_mb:,.0f} MB of JSON", args.repeats,
+                    timed_pair(suite, args.repeats))
         _print_startup(suite, args.repeats, not args.no_bytecode_cache)
     if not args.large:
         return
@@ -388,20 +533,85 @@ def main() -> None:
         shutil.rmtree(suite)  # several GB at millions of predictions
 
 
-def _transcript(target_mb: int) -> None:
+def reference_transcript(log: Path, db: Path) -> int:
+    """The least a transcript reader must do: stream each sample member of the .eval with ijson's
+    C backend, one event at a time, and insert one row per step (sample, step, role, text) —
+    the model's answers and the tools' results — with a single bulk insert."""
+    import zipfile
+
+    import duckdb
+    import ijson
+    import pyarrow as pa
+
+    assert ijson.backend == "yajl2_c", f"ijson's C backend is not installed (found {ijson.backend})"
+    cols: dict[str, list] = {"sample": [], "step": [], "role": [], "text": []}
+    with zipfile.ZipFile(log) as archive:
+        for name in archive.namelist():
+            if not name.startswith("samples/"):
+                continue
+            with archive.open(name) as member:
+                for step, event in enumerate(e for e in ijson.items(member, "events.item", use_float=True)
+                                             if e.get("event") in ("model", "tool")):
+                    if event["event"] == "model":
+                        role, text = "assistant", event["output"]["choices"][0]["message"].get("content")
+                    else:
+                        role, text = "tool", event.get("result")
+                    cols["sample"].append(name)
+                    cols["step"].append(step)
+                    cols["role"].append(role)
+                    cols["text"].append(text if isinstance(text, str) else None)
+    con = duckdb.connect(str(db))
+    con.register("staged", pa.table(cols))
+    con.execute("CREATE TABLE steps AS SELECT * FROM staged")
+    con.close()
+    return len(cols["sample"])
+
+
+TRANSCRIPT_REFERENCE_CODE = (
+    "import sys, importlib.util as u; from pathlib import Path;"
+    "s = u.spec_from_file_location('bench_ingest', 'bench/ingest.py'); m = u.module_from_spec(s); s.loader.exec_module(m);"
+    "print(m.reference_transcript(Path(sys.argv[1]), Path(sys.argv[2])))"
+)
+TRANSCRIPT_FAULTLINE_CODE = ("import sys; from ingest import ingest_paths;"
+                             "s = ingest_paths([sys.argv[1]], db=sys.argv[2]); print(s.steps)")
+
+
+def _transcript(sizes_mb: list[int], repeats: int) -> None:
+    """Each size: one generated sample, read by the reference and by `ingest_paths` in a fresh
+    process each (start-up included), alternating, `repeats` times."""
     out = ROOT / "bench" / "out"
     out.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=out) as tmp:
-        log = Path(tmp) / "transcript.eval"
-        t = time.perf_counter()
-        turns, size = generate_transcript(log, target_mb)
-        print(f"generated {log.name}: one sample of {size / 1e6:,.0f} MB ({log.stat().st_size / 1e6:,.0f} MB zipped), "
-              f"{turns:,} turns, in {time.perf_counter() - t:.0f} s")
-        code = ("import sys; from ingest import ingest_paths;"
-                "s = ingest_paths([sys.argv[1]], db=sys.argv[2]); print(s.steps)")
-        wall, peak, rss, steps = child_peak(code, str(log), str(Path(tmp) / "t.duckdb"))
-    print(f"  faultline: {wall:6.1f} s, {int(steps):,} steps, peak memory {peak:,.0f} MB ({rss:,.0f} MB sampled)"
-          f"   (goal: under 1,024 MB)")
+    rows = []
+    for target_mb in sizes_mb:
+        with tempfile.TemporaryDirectory(dir=out) as tmp:
+            log = Path(tmp) / "transcript.eval"
+            t = time.perf_counter()
+            turns, size = generate_transcript(log, target_mb)
+            print(f"generated {target_mb} MB transcript: one sample of {size / 1e6:,.0f} MB ({log.stat().st_size / 1e6:,.0f} MB "
+                  f"zipped), {turns:,} turns, in {time.perf_counter() - t:.0f} s; load average {os.getloadavg()[0]:.1f}")
+            got: dict[str, dict] = {side: {"wall": [], "peak": 0.0, "rows": ""} for side in ("reference", "faultline")}
+            for _ in range(repeats):
+                for side, code in (("reference", TRANSCRIPT_REFERENCE_CODE), ("faultline", TRANSCRIPT_FAULTLINE_CODE)):
+                    db = Path(tmp) / f"{side}.duckdb"
+                    wall, peak, _, n = child_peak(code, str(log), str(db))
+                    db.unlink()
+                    got[side]["wall"].append(wall)
+                    got[side]["peak"] = max(got[side]["peak"], peak)
+                    got[side]["rows"] = n
+        rows.append((size / 1e6, got))
+        ref, ours = got["reference"], got["faultline"]
+        (r, r_m), (o, o_m) = _stats(ref["wall"]), _stats(ours["wall"])
+        mb = size / 1e6
+        print(f"  reference (ijson {ref['rows']} rows, one insert): {r:6.2f} / {r_m:6.2f} s  {mb / r_m:6.1f} MB/s  "
+              f"peak {ref['peak']:,.0f} MB")
+        print(f"  faultline ({ours['rows']} steps)              : {o:6.2f} / {o_m:6.2f} s  {mb / o_m:6.1f} MB/s  "
+              f"peak {ours['peak']:,.0f} MB")
+        print(f"  wall-time ratio faultline / reference: {o / r:.2f}x best, {o_m / r_m:.2f}x median   "
+              f"(goal: at most 1.5x, peak under 1,024 MB; {repeats} runs each, best / median, start-up included)")
+    if len(rows) > 1:
+        print("  seconds per MB (median), faultline: " + ", ".join(
+            f"{mb:,.0f} MB {statistics.median(got['faultline']['wall']) / mb * 1000:.1f} ms" for mb, got in rows)
+              + "   (linear when these agree)")
 
 
 if __name__ == "__main__":

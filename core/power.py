@@ -22,9 +22,11 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
+from scipy import special as _sp
 from scipy import stats as _st
 
 from .significance import ALPHA
@@ -32,36 +34,59 @@ from .significance import ALPHA
 POWER = 0.8
 
 
-def _rejection_counts(d: np.ndarray) -> np.ndarray:
-    """Per number of discordant pairs D: the largest k with two-sided exact p ≤ ALPHA when one side
-    has k of D (the test rejects at k ≤ c or k ≥ D − c); −1 where no split of D can reject."""
+@functools.lru_cache(maxsize=64)
+def _rejection_counts(n: int) -> np.ndarray:
+    """Per number of discordant pairs D = 0..n: the largest k with two-sided exact p ≤ ALPHA when
+    one side has k of D (the test rejects at k ≤ c or k ≥ D − c); −1 where no split of D can
+    reject. Cached by n: a ladder's MDEs and each MDE's bisection ask for the same n again."""
+    d = np.arange(n + 1)
     c = _st.binom.ppf(ALPHA / 2, d, 0.5)
-    c = np.where(2 * _st.binom.cdf(c, d, 0.5) <= ALPHA, c, c - 1)
-    return c.astype(np.int64)
+    c = np.where(2 * _st.binom.cdf(c, d, 0.5) <= ALPHA, c, c - 1).astype(np.int64)
+    c.setflags(write=False)
+    return c
+
+
+def _discordant_counts(n: int, discordance: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The numbers of discordant pairs D that carry any probability (pmf above 1e-16: the rest add
+    less than n·1e-16 to a power), their rejection counts and their probabilities."""
+    d = np.arange(n + 1)
+    pmf = _st.binom.pmf(d, n, discordance)
+    keep = pmf > 1e-16
+    return d[keep], _rejection_counts(n)[keep], pmf[keep]
+
+
+def _power(parts: tuple[np.ndarray, np.ndarray, np.ndarray], discordance: float, diff: float) -> float:
+    d, c, pmf = parts
+    diff = min(abs(diff), discordance)
+    p_b = (discordance + diff) / (2 * discordance)
+    # scipy.special's binomial cdf and survival function (what binom.cdf and binom.sf compute) without
+    # scipy.stats' argument checks, which cost more than the sums on a ladder of MDEs
+    ok = c >= 0
+    reject = np.zeros(len(d))
+    reject[ok] = _sp.bdtr(c[ok], d[ok], p_b) + _sp.bdtrc(d[ok] - c[ok] - 1, d[ok], p_b)
+    # two tails of one split counted once when they overlap (never, for ALPHA < 0.5)
+    return float(np.sum(pmf * np.minimum(reject, 1.0)))
 
 
 def mcnemar_power(n: int, discordance: float, diff: float) -> float:
     if n <= 0 or discordance <= 0:
         return 0.0
-    diff = min(abs(diff), discordance)
-    d = np.arange(n + 1)
-    c = _rejection_counts(d)
-    p_b = (discordance + diff) / (2 * discordance)
-    reject = np.where(c >= 0, _st.binom.cdf(c, d, p_b) + _st.binom.sf(d - c - 1, d, p_b), 0.0)
-    # two tails of one split counted once when they overlap (never, for ALPHA < 0.5)
-    return float(np.sum(_st.binom.pmf(d, n, discordance) * np.minimum(reject, 1.0)))
+    return _power(_discordant_counts(n, discordance), discordance, diff)
 
 
 def mcnemar_mde(n: int, discordance: float, tolerance: float = 1e-4) -> float | None:
     """The smallest difference in failure rates (B − A, as a share of the questions) that the exact
     McNemar test detects with POWER on n pairs of this discordance; None when none can be (no
     discordant pairs, or too few for any difference)."""
-    if n <= 0 or discordance <= 0 or mcnemar_power(n, discordance, discordance) < POWER:
+    if n <= 0 or discordance <= 0:
+        return None
+    parts = _discordant_counts(n, discordance)
+    if _power(parts, discordance, discordance) < POWER:
         return None
     low, high = 0.0, discordance
     while high - low > tolerance:
         mid = (low + high) / 2
-        low, high = (mid, high) if mcnemar_power(n, discordance, mid) < POWER else (low, mid)
+        low, high = (mid, high) if _power(parts, discordance, mid) < POWER else (low, mid)
     return high
 
 

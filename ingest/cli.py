@@ -10,6 +10,7 @@ from core.result import RESULT_FILE, CommandResult, write_result
 from core.verdicts import PassConfig
 from store.errors import FaultlineError
 
+from .clusters import parse as parse_clusters
 from .errors import IngestError
 from .load import ingest_paths
 from .options import ReadOptions, read_config
@@ -66,7 +67,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--map", action="append", default=[], metavar="FIELD=COLUMN",
         help="custom files: read FIELD from COLUMN (fields: model, instance_id, input, output, reference, score, correct, "
              "dataset, domain, split; an agent's transcript: messages, OpenAI-style, with tool_calls and name; the "
-             "evidence a judge's table holds: prompt, instructions, judge_explanation, finish_reason)",
+             "evidence a judge's table holds: prompt, instructions, judge_explanation, finish_reason; cluster: the "
+             "questions that are not independent)",
+    )
+    p.add_argument(
+        "--cluster", action="append", default=[], metavar="DATASET=FIELD",
+        help="the sample field naming the questions that are not independent (several on one passage, one "
+             "repository): an lm-eval sample's doc field, an Inspect sample's metadata field (a dotted path "
+             "reads nested fields; DATASET * for every dataset); intervals and paired tests are then "
+             "cluster-robust. Custom tables: --map cluster=COLUMN",
     )
     p.add_argument(
         "--pass-threshold", action="append", default=[], metavar="[DATASET=]X",
@@ -222,6 +231,7 @@ def _main(argv: list[str] | None = None) -> int:
             dataset=args.dataset,
             model=args.model,
             column_map=_column_map(args.map),
+            cluster_fields=parse_clusters(args.cluster),
             only_under=tuple(args.only_under),
             verdicts=tuple(args.verdicts),
         )

@@ -225,7 +225,8 @@ def _read_staged(reader: Source, path: Path, options: ReadOptions) -> Iterator[_
     parts = reader.parts(path) if reader.parts else []
     workers = min(len(parts), os.cpu_count() or 1)
     method = start_method() if workers >= 2 else None
-    if method is None or total_size(path) < parallel_min_bytes(method):
+    size = reader.work_bytes(path) if reader.work_bytes else total_size(path)
+    if method is None or size < parallel_min_bytes(method):
         for parsed in reader.read(path, options):
             yield _stage(parsed, options)
         return

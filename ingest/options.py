@@ -25,6 +25,8 @@ class ReadOptions:
     only_under: tuple[str, ...] = ()
     # files holding the harness's verdicts for agent logs that carry none (a SWE-bench report)
     verdicts: tuple[str, ...] = ()
+    # --cluster DATASET=FIELD: the sample field naming each question's cluster (ingest/clusters.py)
+    cluster_fields: dict[str, str] = field(default_factory=dict)
 
 
 def read_config(path: str | Path | None) -> tuple[Path, bytes] | None:

@@ -23,6 +23,9 @@ class Source:
     expects: str = ""
     # Parts of an input that can be read independently (in parallel); None: read as a whole.
     parts: Callable[[Path], list[Path]] | None = None
+    # The bytes of an input whose parsing is worth sharing among worker processes, weighed against
+    # the load's threshold; None: all of its bytes
+    work_bytes: Callable[[Path], int] | None = None
     # First-line keys of this format's JSONL that the generic jsonl source would misread as a
     # table of predictions, and what to say instead: (keys, what the file is)
     jsonl_lookalikes: tuple[tuple[frozenset[str], str], ...] = ()

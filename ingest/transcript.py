@@ -4,8 +4,11 @@ a stated cap (the full length kept), held as Arrow batches rather than Python ob
 Readers call `Transcript.add` once per step, in the order the agent took them; each prediction's
 steps are numbered from 0. A step's text longer than the cap (`FAULTLINE_STEP_TEXT_CHARS`,
 20,000 characters by default) is cut, and `text_chars` keeps its full length, so memory and the
-store grow with the number of steps, never with the size of what one step printed. Rows are
-checked against `StepRecord` (core/records.py) a batch at a time.
+store grow with the number of steps, never with the size of what one step printed. Steps are
+gathered column by column (a list per column, an Arrow batch every BATCH_ROWS steps), each value
+checked as it is added to the type `StepRecord` (core/records.py) declares for its column: a
+dict and a pydantic validation per step cost more than reading a step of most logs
+(tests/test_transcripts.py holds the two to each other).
 """
 
 from __future__ import annotations
@@ -17,10 +20,9 @@ from typing import Any
 
 import orjson
 import pyarrow as pa
-from pydantic import TypeAdapter, ValidationError
 
 from core.numbers import NumberError, shown, whole_number
-from core.records import STEP_KINDS, StepRecord
+from core.records import STEP_KINDS
 from core.schema import STEP_SCHEMA
 
 from .errors import IngestError
@@ -30,9 +32,9 @@ STEP_TEXT_ENV = "FAULTLINE_STEP_TEXT_CHARS"
 STEP_TEXT_CHARS_DEFAULT = 20_000
 BATCH_ROWS = 2048
 
-_steps_adapter: TypeAdapter | None = None  # built on first use: building it costs start-up time
 _TEXT_FIELDS = ("agent", "role", "tool_name", "tool_call_id", "error", "model", "finish_reason", "span_id",
                 "parent_span_id", "source_ref")
+_STEP_KINDS = frozenset(STEP_KINDS)
 
 
 def step_text_cap() -> int:
@@ -53,7 +55,7 @@ class Transcript:
 
     def __init__(self, cap: int | None = None) -> None:
         self.cap = cap or step_text_cap()
-        self._rows: list[dict[str, Any]] = []
+        self._columns: dict[str, list] = {name: [] for name in STEP_SCHEMA.names}
         self._batches: list[pa.RecordBatch] = []
         self._next: dict[tuple[str, int], int] = {}
         self.n_steps = 0
@@ -78,60 +80,63 @@ class Transcript:
         `arguments`: a tool call's arguments (a mapping, or JSON text as the model wrote it); other
         `fields` are StepRecord's text fields (agent, role, tool_name, ...). `full_chars`: the
         text's full length when the reader already cut it."""
-        if kind not in STEP_KINDS:
+        if kind not in _STEP_KINDS:
             raise ValueError(f"unknown step kind {kind!r}")
+        # a reader's own values, not the user's file: a wrong type is a reader bug
+        if instance_id.__class__ is not str or trial.__class__ is not int or depth.__class__ is not int or depth < 0:
+            raise ValueError(f"transcript step of {instance_id!r} (trial {trial!r}, depth {depth!r}): "
+                             "instance id must be text, trial and depth whole numbers, depth not negative")
+        columns = self._columns
         key = (instance_id, trial)
         index = self._next.get(key, 0)
         self._next[key] = index + 1
-        row: dict[str, Any] = {"instance_id": instance_id, "train_trial_index": trial, "step_index": index,
-                               "kind": kind, "depth": depth}
-        for name in _TEXT_FIELDS:
-            row[name] = _label(fields.pop(name, None), name, where)
+        labels = {name: _label(fields.pop(name, None), name, where) for name in _TEXT_FIELDS}
         if fields:
             raise TypeError(f"unknown step field(s) {', '.join(fields)}")
+        error = labels["error"]
+        tool_arguments = None
         if kind == "tool call" and arguments is not None:
             whole, parse_error = _arguments(arguments)
             text = whole if text is None else text
-            row["tool_arguments"] = whole if parse_error is None and len(whole) <= self.cap else None
-            if parse_error and not row["error"]:
-                row["error"] = parse_error
-        else:
-            row["tool_arguments"] = None
+            tool_arguments = whole if parse_error is None and len(whole) <= self.cap else None
+            if parse_error and not error:
+                error = labels["error"] = parse_error
         if text is not None and not isinstance(text, str):
             raise IngestError(f"{where}: expected text, found {type(text).__name__}")
-        row["text_chars"] = max(len(text) if text else 0, full_chars or 0)
+        chars = max(len(text) if text else 0, full_chars or 0)
         if text is not None and len(text) > self.cap:
             text = text[: self.cap]
-        if row["text_chars"] > len(text or ""):
+        if chars > len(text or ""):
             self.n_cut += 1
-        row["text"] = text
-        row["input_tokens"] = count(input_tokens)
-        row["output_tokens"] = count(output_tokens)
-        row["seconds"] = _seconds(seconds)
-        row["started_at"] = timestamp(started_at)
-        self._rows.append(row)
+        for name, value in labels.items():
+            columns[name].append(value)
+        columns["instance_id"].append(instance_id)
+        columns["train_trial_index"].append(trial)
+        columns["step_index"].append(index)
+        columns["kind"].append(kind)
+        columns["depth"].append(depth)
+        columns["tool_arguments"].append(tool_arguments)
+        columns["text_chars"].append(chars)
+        columns["text"].append(text)
+        columns["input_tokens"].append(count(input_tokens))
+        columns["output_tokens"].append(count(output_tokens))
+        columns["seconds"].append(_seconds(seconds))
+        columns["started_at"].append(timestamp(started_at))
         self.n_steps += 1
         if kind == "tool call":
             self.n_tool_calls += 1
-        elif kind == "tool result" and row["error"]:
+        elif kind == "tool result" and error:
             self.n_tool_errors += 1
-        if len(self._rows) >= BATCH_ROWS:
+        if len(columns["kind"]) >= BATCH_ROWS:
             self._flush()
         return index
 
     def _flush(self) -> None:
-        if not self._rows:
+        if not self._columns["kind"]:
             return
-        global _steps_adapter
-        if _steps_adapter is None:
-            _steps_adapter = TypeAdapter(list[StepRecord])
-        try:
-            _steps_adapter.validate_python(self._rows)
-        except ValidationError as exc:  # a reader bug, not the user's file: readers check what they pass
-            err = exc.errors()[0]
-            raise ValueError(f"transcript step {err['loc']}: {err['msg']}") from None
-        self._batches.append(pa.RecordBatch.from_pylist(self._rows, schema=STEP_SCHEMA))
-        self._rows = []
+        self._batches.append(pa.RecordBatch.from_arrays(
+            [pa.array(self._columns[field.name], type=field.type) for field in STEP_SCHEMA], schema=STEP_SCHEMA))
+        self._columns = {name: [] for name in STEP_SCHEMA.names}
 
     def table(self) -> pa.Table:
         """Every step added, as one table in STEP_SCHEMA's columns."""

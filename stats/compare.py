@@ -133,8 +133,23 @@ class Sensitivity:
     p: float
 
 
+class _PairedTest:
+    """The paired test of a comparison or one of its datasets: McNemar exact, or where the
+    questions are clustered (`clustered`) the cluster-robust paired t."""
+
+    clustered: ClusteredTest | None
+
+    @property
+    def test(self) -> str:
+        return CLUSTERED_TEST if self.clustered else "McNemar exact"
+
+    @property
+    def clusters(self) -> int | None:
+        return self.clustered.clusters if self.clustered else None
+
+
 @dataclass(frozen=True)
-class DatasetComparison:
+class DatasetComparison(_PairedTest):
     """The comparison within one dataset (scales and difficulty differ between datasets)."""
 
     dataset: str
@@ -154,14 +169,6 @@ class DatasetComparison:
     # where the questions are clustered: the cluster-robust paired test of the failure rates, whose
     # p and mde are `p` and `mde` (McNemar's discordant counts stay, of each question's first trial)
     clustered: ClusteredTest | None = None
-
-    @property
-    def test(self) -> str:
-        return CLUSTERED_TEST if self.clustered else "McNemar exact"
-
-    @property
-    def clusters(self) -> int | None:
-        return self.clustered.clusters if self.clustered else None
 
     def to_json(self) -> dict:
         return {
@@ -206,7 +213,7 @@ def _category_json(c: CategoryResult) -> dict:
 
 
 @dataclass(frozen=True)
-class Comparison:
+class Comparison(_PairedTest):
     a: str
     b: str
     analyst: str | None
@@ -243,14 +250,6 @@ class Comparison:
     # where some dataset's questions are clustered: the cluster-robust paired test over every paired
     # question (clusters within datasets), whose p and mde are `p` and `mde`
     clustered: ClusteredTest | None = None
-
-    @property
-    def test(self) -> str:
-        return CLUSTERED_TEST if self.clustered else "McNemar exact"
-
-    @property
-    def clusters(self) -> int | None:
-        return self.clustered.clusters if self.clustered else None
 
     @property
     def mixes_differ(self) -> bool:

@@ -111,8 +111,7 @@ def leaderboard(con, dataset: str, models=None, domains=None, split: str = q.MAI
     first = ranked[0]
     scored = first["headline_kind"] == "mean score"
     clustered = dataset in q.clustered_datasets(con, [dataset])
-    steps = [_step(con, above["model"], below["model"], dataset, domains, split, thresholds, scored, clustered)
-             for above, below in zip(ranked, ranked[1:])]
+    steps = _steps(con, ranked, dataset, domains, split, thresholds, scored, clustered)
     tested = [i for i, s in enumerate(steps) if s.p is not None]
     qs = dict(zip(tested, t.bh([steps[i].p for i in tested])))
     steps = [Step(**{**asdict(s), "q": qs.get(i)}) for i, s in enumerate(steps)]
@@ -128,6 +127,45 @@ def leaderboard(con, dataset: str, models=None, domains=None, split: str = q.MAI
                   steps, unranked)
 
 
+def _steps(con, ranked: list[dict], dataset: str, domains, split: str, thresholds, scored: bool,
+           clustered: bool) -> list[Step]:
+    """The adjacent tests of a ladder: the questions of every adjacent pair in one query, paired by
+    id; a pair where some question is left unpaired by id (which the question text might pair, as
+    `stats compare` does) and clustered datasets are tested pair by pair."""
+    pairs = [(above["model"], below["model"]) for above, below in zip(ranked, ranked[1:])]
+    if clustered:
+        return [_step(con, a, b, dataset, domains, split, thresholds, scored, clustered) for a, b in pairs]
+    answered = {r["model"]: r["n"] for r in ranked}
+    rows = q.adjacent_pairs(con, dataset, pairs, domains, split=split, thresholds=thresholds or None)
+    by_pair = {key: group for key, group in rows.group_by("a", "b")}
+    out = []
+    for a, b in pairs:
+        group = by_pair.get((a, b))
+        n = group.height if group is not None else 0
+        if n < min(answered[a], answered[b]):
+            out.append(_step(con, a, b, dataset, domains, split, thresholds, scored, clustered))
+        elif scored:
+            both = group.filter(group["a_score"].is_not_null() & group["b_score"].is_not_null())
+            out.append(_score_step(a, b, (both["b_score"] - both["a_score"]).to_numpy()))
+        else:
+            a_only = int((~group["a_correct"] & group["b_correct"]).sum())
+            b_only = int((group["a_correct"] & ~group["b_correct"]).sum())
+            out.append(Step(a, b, n, "McNemar exact", t.mcnemar_exact(a_only, b_only),
+                            mde=mcnemar_mde(n, (a_only + b_only) / n)))
+    return out
+
+
+def _score_step(a: str, b: str, diff) -> Step:
+    """The Wilcoxon signed-rank test of B − A's paired scores, with the paired t's MDE."""
+    import numpy as np
+
+    if not len(diff):
+        return Step(a, b, 0, None, None)
+    p, _ = t.wilcoxon_signed_rank(diff)
+    mde = paired_t_mde(len(diff), float(np.std(diff, ddof=1))) if len(diff) > 1 else None
+    return Step(a, b, len(diff), "Wilcoxon signed-rank", p, mde=mde)
+
+
 def _step(con, a: str, b: str, dataset: str, domains, split: str, thresholds, scored: bool, clustered: bool) -> Step:
     """The paired test of two adjacent models on one dataset."""
     if clustered:
@@ -138,15 +176,8 @@ def _step(con, a: str, b: str, dataset: str, domains, split: str, thresholds, sc
         if units.is_empty():
             return Step(a, b, 0, None, None)
     if scored:
-        import numpy as np
-
         pairs = q.paired_scores(con, a, b, [dataset], domains, split=split)
-        if pairs.is_empty():
-            return Step(a, b, 0, None, None)
-        diff = (pairs["b_score"] - pairs["a_score"]).to_numpy()
-        p, _ = t.wilcoxon_signed_rank(diff)
-        mde = paired_t_mde(len(diff), float(np.std(diff, ddof=1))) if len(diff) > 1 else None
-        return Step(a, b, len(diff), "Wilcoxon signed-rank", p, mde=mde)
+        return _score_step(a, b, (pairs["b_score"] - pairs["a_score"]).to_numpy())
     counts = q.pair_counts(con, a, b, None, [dataset], domains, split=split, thresholds=thresholds or None)
     n = int(counts["n"].sum()) if counts.height else 0
     if not n:

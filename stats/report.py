@@ -26,6 +26,7 @@ from .compare import (
     mix_sentences,
     pick_analyst,
     score_lines,
+    test_text,
     verdict,
 )
 from .headline import (
@@ -148,10 +149,10 @@ def build_report(con, models=None, datasets=None, domains=None, analyst=None,
         parts += [f"<p class=note>{_e(line)}</p>" for line in mix_sentences(c)]
         if len(c.by_dataset) > 1 or any(d.scores for d in c.by_dataset):
             parts.append(_table(
-                ["dataset", "questions both answered", "only A fails", "only B fails", "McNemar p",
+                ["dataset", "questions both answered", "only A fails", "only B fails", "paired test, p",
                  "scores (continuous metrics)"],
                 [[d.dataset, fmt.count(d.n_pairs), fmt.count(d.a_only_fail), fmt.count(d.b_only_fail),
-                  fmt.p_value(d.p), " · ".join(score_lines(d)) or "–"] for d in c.by_dataset]))
+                  test_text(d), " · ".join(score_lines(d)) or "–"] for d in c.by_dataset]))
         if c.categories:
             parts.append(svg.intervals(
                 [(r.category, r.delta, r.delta_low, r.delta_high) for r in c.categories

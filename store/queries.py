@@ -444,6 +444,32 @@ def pair_counts(con, a: str, b: str, analyst: str | None, datasets=None, domains
     )
 
 
+def adjacent_pairs(con, dataset: str, pairs: list[tuple[str, str]], domains=None, split: str = MAIN_SPLIT,
+                   thresholds: dict[str, float] | None = None) -> pl.DataFrame:
+    """For each (a, b) of `pairs`, the questions of `dataset` both answered, paired by id (the
+    leaderboard's adjacent ranks, in one query): columns a, b, instance_id, a_correct, b_correct,
+    a_score, b_score, ordered by a, b and question."""
+    empty = pl.DataFrame(schema={"a": pl.String, "b": pl.String, "instance_id": pl.String, "a_correct": pl.Boolean,
+                                 "b_correct": pl.Boolean, "a_score": pl.Float64, "b_score": pl.Float64})
+    if not pairs:
+        return empty
+    models = sorted({m for pair in pairs for m in pair})
+    cte, params = _latest_cte(models, [dataset], domains, split=split, thresholds=thresholds)
+    values = ", ".join("(?, ?)" for _ in pairs)
+    return _frame(
+        con,
+        f"""{cte}, steps(a, b) AS (VALUES {values})
+        SELECT s.a, s.b, x.instance_id, x.is_correct AS a_correct, y.is_correct AS b_correct,
+               x.score AS a_score, y.score AS b_score
+        FROM steps s
+        JOIN latest x ON x.model = s.a
+        JOIN latest y ON y.model = s.b AND y.dataset = x.dataset AND y.instance_id = x.instance_id
+        ORDER BY s.a, s.b, x.instance_id
+        """,
+        [*params, *(m for pair in pairs for m in pair)],
+    )
+
+
 def clustered_datasets(con, datasets=None) -> set[str]:
     """The datasets (of `datasets`, else all) whose questions are not independent: some instance
     has a cluster (core/clustered.py), or some question was tried more than once (epochs, trials)."""

@@ -174,3 +174,109 @@ def test_a_comparison_on_clustered_questions_uses_the_clustered_test(tmp_path, c
         assert part["clustered"]["se"] == pytest.approx(float(ref.bse[0]), rel=1e-10)
         assert part["clustered"]["clusters_are"] == "clusters given in the log"
         assert part["mde"] is not None and part["mde"] > 0
+
+
+def _epochs_log(path, model: str, passes: np.ndarray) -> None:
+    """An Inspect .eval of len(passes) samples × passes.shape[1] epochs, as Inspect writes it."""
+    import zipfile
+
+    header = {"version": 2, "status": "success",
+              "eval": {"task": "toy", "task_id": "T1", "run_id": f"R-{model}", "model": model,
+                       "config": {"epochs": int(passes.shape[1])}},
+              "results": {"scores": [{"name": "grader", "metrics": {
+                  "accuracy": {"name": "accuracy", "value": float(passes.mean())}}}]}}
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("header.json", json.dumps(header))
+        for i, row in enumerate(passes):
+            for e, ok in enumerate(row):
+                sample = {"id": i + 1, "epoch": e + 1, "input": f"Question {i + 1}?", "target": "4",
+                          "output": {"choices": [{"message": {"role": "assistant", "content": "4" if ok else "5"}}]},
+                          "scores": {"grader": {"value": "C" if ok else "I", "answer": "4" if ok else "5"}}}
+                archive.writestr(f"samples/{i + 1}_epoch_{e + 1}.json", json.dumps(sample))
+
+
+def test_inspect_epochs_cluster_by_sample_and_every_trial_is_weighed(tmp_path):
+    """Two models, 20 samples × 3 epochs each: each sample's trials are one cluster, each model's
+    result on a sample is its pass rate over the epochs, and the paired test is the t on the
+    per-sample differences (every sample its own cluster) — scipy's one-sample t, exactly."""
+    import store
+    from ingest.load import ingest_paths
+    from stats.compare import compare
+
+    rng = np.random.default_rng(4)
+    a = rng.random((20, 3)) < np.repeat(rng.uniform(0.3, 0.9, 20)[:, None], 3, axis=1)
+    b = rng.random((20, 3)) < np.repeat(rng.uniform(0.1, 0.7, 20)[:, None], 3, axis=1)
+    _epochs_log(tmp_path / "a.eval", "m/a", a)
+    _epochs_log(tmp_path / "b.eval", "m/b", b)
+    db = tmp_path / "s.duckdb"
+    ingest_paths([tmp_path / "a.eval", tmp_path / "b.eval"], db=db)
+    with store.read_connection(db) as con:
+        c = compare(con, "m/a", "m/b")
+    d = c.by_dataset[0]
+    per_sample = a.mean(axis=1) - b.mean(axis=1)  # failure rate B − A
+    assert (d.test, d.clusters, d.clustered.n, d.clustered.trials) == ("cluster-robust paired t", 20, 20, 120)
+    assert d.clustered.kind == "repeated trials of a question"
+    assert d.clustered.result.mean == pytest.approx(float(per_sample.mean()), rel=1e-12)
+    assert d.p == pytest.approx(float(st.ttest_1samp(per_sample, 0).pvalue), rel=1e-10)
+    assert c.clustered is not None and c.p == d.p
+
+
+def test_an_lmeval_doc_field_names_the_cluster(tmp_path):
+    """`--cluster gsm8k=passage_id`: each sample's doc field is its question's cluster; a sample
+    without the field is an error naming it, and nothing is written."""
+    import duckdb
+
+    from ingest.cli import main as ingest_main
+    from tests.test_wild_logs import STAMP, lmeval_results, lmeval_sample
+
+    folder = tmp_path / "org__model"
+    folder.mkdir()
+    rows = []
+    for n in range(6):
+        row = lmeval_sample(n, n % 2 == 0, "exact_match", "strict-match")
+        row["doc"]["passage_id"] = f"story-{n // 3}"
+        rows.append(row)
+    samples = folder / f"samples_gsm8k_{STAMP}.jsonl"
+    samples.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    lmeval_results(folder, {"gsm8k": {"alias": "gsm8k", "exact_match,strict-match": 0.5}},
+                   {"gsm8k": {"original": 6, "effective": 6}})
+    db = tmp_path / "s.duckdb"
+    assert ingest_main([str(folder), "--db", str(db), "--cluster", "gsm8k=passage_id"]) == 0
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.sql("SELECT instance_id, cluster FROM instances ORDER BY instance_id").fetchall() == [
+            (str(n), f"story-{n // 3}") for n in range(6)]
+    del rows[4]["doc"]["passage_id"]
+    samples.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    other = tmp_path / "t.duckdb"
+    assert ingest_main([str(folder), "--db", str(other), "--cluster", "gsm8k=passage_id"]) == 2
+    assert not other.exists() or duckdb.connect(str(other), read_only=True).sql(
+        "SELECT count(*) FROM runs").fetchall() == [(0,)]
+    assert ingest_main([str(folder), "--db", str(other), "--cluster", "gsm8k"]) == 2
+
+
+def test_an_inspect_metadata_field_names_the_cluster(tmp_path):
+    """`--cluster toy=meta.passage`: a dotted path into each sample's metadata; every epoch of a
+    sample keeps the one instance and its cluster."""
+    import zipfile
+
+    import duckdb
+
+    from ingest.cli import main as ingest_main
+
+    log = tmp_path / "a.eval"
+    _epochs_log(log, "m/a", np.array([[True, False], [False, False], [True, True]]))
+    with zipfile.ZipFile(log) as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    with zipfile.ZipFile(log, "w") as z:
+        for name, data in members.items():
+            if name.startswith("samples/"):
+                sample = json.loads(data)
+                sample["metadata"] = {"meta": {"passage": f"p{(sample['id'] - 1) // 2}"}}
+                data = json.dumps(sample)
+            z.writestr(name, data)
+    db = tmp_path / "s.duckdb"
+    assert ingest_main([str(log), "--db", str(db), "--cluster", "toy=meta.passage"]) == 0
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.sql("SELECT instance_id, cluster FROM instances ORDER BY 1").fetchall() == [
+            ("1", "p0"), ("2", "p0"), ("3", "p1")]
+    assert ingest_main([str(log), "--db", str(tmp_path / "t.duckdb"), "--cluster", "toy=meta.story"]) == 2

@@ -59,7 +59,7 @@ from core.verdicts import (
     unreadable,
 )
 
-from .. import files
+from .. import clusters, files
 from ..errors import IngestError, read_each
 from ..evidence import common, positive_int, render_messages, system_text
 from ..jsonio import (
@@ -358,6 +358,7 @@ def _build_run(ctx: _TaskContext, filter_name: str, rows: list[tuple[str, dict]]
     split = ctx.split
     seen: dict[str, str] = {}
     instances, predictions = [], []
+    cluster = clusters.field_for(options, ctx.dataset, ctx.dataset_raw)
     for place, row in rows:
         where = f"{ctx.samples}:{place}"
         raw_id = str(row["doc_id"])
@@ -371,6 +372,9 @@ def _build_run(ctx: _TaskContext, filter_name: str, rows: list[tuple[str, dict]]
             _check_score(row[metric], metric, where)
         try:
             instance = _instance(row, instance_id, raw_id, split, ctx.config.get("doc_to_choice"))
+            if cluster:
+                doc = row.get("doc") if isinstance(row.get("doc"), dict) else {}
+                instance = instance.model_copy(update={"cluster": clusters.value(doc, cluster, f"{where}: doc")})
             instances.append(instance)
             predictions.append(_map_letter(_prediction(row, instance_id, metric), instance))
         except ValidationError as exc:

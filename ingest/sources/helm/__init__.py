@@ -47,6 +47,7 @@ from ...options import ReadOptions
 from ...source import Source
 from ...walk import helm_runs_below
 from . import table as helm_table
+from .parallel import record_bytes
 
 FORMAT = "helm"
 SUITE_SCHEMA = "the suite's schema.json"  # where a headline came from, when not HELM's own table
@@ -870,4 +871,4 @@ def _harness_check(
 
 
 SOURCE = Source(FORMAT, looks_like, read, count_runs, "a folder holding HELM runs (run_spec.json)",
-                parts=helm_runs_below)
+                parts=helm_runs_below, work_bytes=record_bytes)

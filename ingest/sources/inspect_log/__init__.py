@@ -55,7 +55,7 @@ from core.verdicts import (
     unreadable,
 )
 
-from ... import files
+from ... import clusters, files
 from ...errors import IngestError, read_each
 from ...evidence import common, judge_score, positive_int, render_messages, system_text
 from ...jsonio import expect, load_json, parse_json
@@ -143,7 +143,8 @@ def read_log(path: Path, options: ReadOptions) -> ParsedRun:
     """load → task → instances and predictions → scores → verdict."""
     log, notes = _load(path, options)
     task = _task(log, str(path), options)
-    instances, predictions = _instances_and_predictions(log, task)
+    instances, predictions = _instances_and_predictions(log, task, clusters.field_for(options, task.dataset,
+                                                                                      task.dataset_raw))
     rule, predictions, n_nonfinite = _scores(log, task, predictions)
     run = _verdict(path, log, task, predictions, rule)
     if note := ignored_note(str(path), log.ignored or ()):
@@ -196,7 +197,10 @@ def _named(eval_spec: dict, key: str) -> tuple[str | None, str | None]:
     return value, None
 
 
-def _instances_and_predictions(log: _Log, task: _Task) -> tuple[list[InstanceRecord], list[PredictionRecord]]:
+def _instances_and_predictions(log: _Log, task: _Task, cluster: str | None = None
+                               ) -> tuple[list[InstanceRecord], list[PredictionRecord]]:
+    """Each sample's instance (once per id, whatever its epochs) and prediction; `cluster`: the
+    metadata field naming the sample's cluster (--cluster)."""
     instances: dict[str, InstanceRecord] = {}
     predictions: list[PredictionRecord] = []
     seen: set[tuple[str, int]] = set()
@@ -210,6 +214,9 @@ def _instances_and_predictions(log: _Log, task: _Task) -> tuple[list[InstanceRec
         if key in seen:
             raise IngestError(f"{sample_where}: sample {key[0]!r} epoch {key[1] + 1} appears twice")
         seen.add(key)
+        if cluster and instance.instance_id not in instances:
+            metadata = sample.get("metadata") if isinstance(sample.get("metadata"), dict) else {}
+            instance = instance.model_copy(update={"cluster": clusters.value(metadata, cluster, f"{sample_where}: metadata")})
         instances.setdefault(instance.instance_id, instance)
         predictions.append(prediction)
     return list(instances.values()), predictions
@@ -427,7 +434,8 @@ def _read_eval_zip(path: Path, limits: Limits) -> _Log:
             for name in sample_names:
                 where = f"{path}!{name}"
                 if name in streamed:
-                    sample, steps, resolve, lengths = stream_sample(capped, name, where, hasher, transcript.cap, _kept)
+                    sample, steps, resolve, lengths, hasher = stream_sample(capped, name, where, hasher, transcript.cap,
+                                                                            _kept)
                 else:
                     whole = expect(_zip_json(capped, path, name, hasher), dict, where)
                     steps = sample_steps(whole, where, transcript.cap)
