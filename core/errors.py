@@ -27,8 +27,8 @@ class IngestError(FaultlineError):
 class Ask:
     """A per-dataset flag an error asks the user to give (the app offers a field for each)."""
 
-    flag: str  # --scale, --pass-threshold, --main-metric
-    dataset: str
+    flag: str  # --scale, --pass-threshold, --main-metric, --map
+    dataset: str  # what KEY= names: the dataset (--scale, --pass-threshold, --main-metric), or the field (--map)
     placeholder: str  # LOW:HIGH, X, NAME, SCORER/FIELD
 
     @property

@@ -1,4 +1,7 @@
-"""Compare two models: paired McNemar overall, per-error-type differences, discordant questions."""
+"""Compare two models: per dataset, each model's own number and the paired test that fits its
+metric (the page leads with these); one McNemar test over all datasets only where every dataset
+is pass/fail; per-error-type differences; the questions only one model fails. Every "fails" says
+its rule."""
 
 import ui.preload  # noqa: F401  (first: the heavy libraries once, in one order; see ui/preload.py)
 
@@ -12,9 +15,9 @@ from stats import fmt
 from stats.compare import label_noise_line, mix_sentences
 from store import queries as q
 from ui import agents, charts, columns, comparison, pairs
+from ui.tables import show_table
 from ui.text import md
 from ui.urlstate import warn_unknown
-from ui.tables import show_table
 
 PAGE_SIZE = 50
 
@@ -56,14 +59,13 @@ ui.share_link("/compare", {"a": a, "b": b, **f.params(), "analyst": analyst,
 c = ui.load(stats.compare, a=a, b=b, datasets=f.datasets, domains=f.domains, analyst=analyst,
             split=f.split, thresholds=f.thresholds, unpaired=every, types_by_dataset=False)
 
-st.subheader("Overall: paired McNemar exact test")
-m = st.columns(4)
-m[0].metric("Questions both answered", fmt.count(c.n_pairs))
-m[1].metric(f"Only A fails ({md(a, 80)})", fmt.count(c.a_only_fail), help=a)
-m[2].metric(f"Only B fails ({md(b, 80)})", fmt.count(c.b_only_fail), help=b)
-m[3].metric("p (two-sided)", fmt.p_value(c.p))
-st.markdown(md(stats.verdict(c), 2000))
+acc = ui.load(stats.model_accuracy, **pair.kwargs(), by="dataset")
+rules = comparison.fail_rules(c, acc)
+top = st.columns(4)
+top[0].metric("Questions both answered", fmt.count(c.n_pairs))
+top[1].metric("Datasets both answered", fmt.count(len(c.by_dataset)))
 if c.n_pairs == 0:
+    st.markdown(md(stats.verdict(c), 2000))
     best = shared.row(0, named=True) if shared.height else None
     st.info("These two models answered no question in common under these filters, so there is "
             "nothing to compare question by question"
@@ -71,7 +73,20 @@ if c.n_pairs == 0:
                f"({fmt.plural(best['shared'], 'question')})." if best else "; pick models or datasets they share."))
     st.stop()
 
-comparison.per_dataset(c, ui.load(stats.model_accuracy, **pair.kwargs(), by="dataset"))
+comparison.per_dataset(c, acc, rules)
+if comparison.pass_fail_only(c):
+    # one test over every dataset compares like with like only when each is pass/fail; over one
+    # dataset it is that dataset's test, read out in words below its row
+    if len(c.by_dataset) > 1:
+        st.subheader("Overall: cluster-robust paired t-test" if c.clustered else "Overall: paired McNemar exact test")
+    m = st.columns(4)
+    m[0].metric(f"Only A fails ({md(a, 80)})", fmt.count(c.a_only_fail), help=md(a))
+    m[1].metric(f"Only B fails ({md(b, 80)})", fmt.count(c.b_only_fail), help=md(b))
+    m[2].metric("p (two-sided)", fmt.p_value(c.p))
+    st.markdown(md(stats.verdict(c), 2000))
+    if len(c.by_dataset) > 1:
+        st.caption(comparison.rules_caption(rules))
+comparison.thresholded(c, rules)
 
 st.subheader("Error types")
 for line in mix_sentences(c):
@@ -95,6 +110,7 @@ else:
             "Fisher exact on the shares, Benjamini–Hochberg over the error types; significant = "
             "q ≤ 0.05. “Too few to tell” = no split of these counts could reach p ≤ 0.05.")
         st.caption(label_noise_line(c))
+        st.caption(comparison.rules_caption(rules))
         shown = columns.compare_table(c)
         key = columns.compare_key(c)
         charts.show(charts.delta_chart(shown, a, b), f"compare-{a}-vs-{b}", key="delta")
@@ -131,6 +147,7 @@ if agent_runs is not None:
     agents.compare_section(agent_runs)
 
 st.subheader("Questions only one model fails")
+st.caption(comparison.rules_caption(rules))
 counts = {"only A fails": c.a_only_fail, "only B fails": c.b_only_fail}
 tabs = st.tabs([f"Only A fails ({fmt.count(c.a_only_fail)})", f"Only B fails ({fmt.count(c.b_only_fail)})"])
 for tab, (which, total) in zip(tabs, counts.items()):

@@ -115,9 +115,21 @@ class ScoreTest:
     # where the questions are clustered (stats/clusters.py): the cluster-robust paired t of the
     # mean score difference, the test that counts there (the Wilcoxon takes questions as independent)
     clustered: ClusteredTest | None = None
+    # Benjamini–Hochberg over the comparison's scored datasets, of the test in use on each (`p`)
+    q: float | None = None
     bootstrap_seed: int = t.BOOTSTRAP_SEED
     bootstrap_replicates: int = t.BOOTSTRAP_REPLICATES
     zero_method: str = "wilcox"  # zero differences dropped
+
+    @property
+    def p(self) -> float:
+        """The p of the scores' test in use: the cluster-robust paired t where the questions are
+        clustered, else the Wilcoxon."""
+        return self.clustered.p if self.clustered else self.wilcoxon_p
+
+    @property
+    def test(self) -> str:
+        return CLUSTERED_TEST if self.clustered else "Wilcoxon signed-rank"
 
 
 @dataclass(frozen=True)
@@ -199,7 +211,7 @@ CLUSTERED_TEST = "cluster-robust paired t"
 
 def _score_json(sc: ScoreTest) -> dict:
     out = {k: _json_number(getattr(sc, k)) for k in ScoreTest.__dataclass_fields__ if k != "clustered"}
-    return {**out, "clusters": sc.clustered.clusters if sc.clustered else None,
+    return {**out, "test": sc.test, "p": sc.p, "clusters": sc.clustered.clusters if sc.clustered else None,
             "clustered": sc.clustered.to_json() if sc.clustered else None}
 
 
@@ -554,7 +566,8 @@ def _across_datasets(parts: list[DatasetComparison]) -> list[DatasetComparison]:
     qs = t.bh([d.p for d in parts])
     scored = [i for i, d in enumerate(parts) if d.scores is not None]
     wq = dict(zip(scored, t.bh([parts[i].scores.wilcoxon_p for i in scored])))
-    return [replace(d, q=qv, scores=None if d.scores is None else replace(d.scores, wilcoxon_q=wq[i]))
+    sq = dict(zip(scored, t.bh([parts[i].scores.p for i in scored])))
+    return [replace(d, q=qv, scores=None if d.scores is None else replace(d.scores, wilcoxon_q=wq[i], q=sq[i]))
             for i, (d, qv) in enumerate(zip(parts, qs))]
 
 

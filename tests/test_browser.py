@@ -274,12 +274,17 @@ def test_compare_opens_on_a_pair_that_shares_questions_and_its_chart_downloads_a
         page.goto(base + "/compare")
         settled(page)
         # the page may run again once it has put the chosen pair in the URL: wait for its figures
-        page.locator("[data-testid='stMetricLabel']", has_text="Only A fails").first.wait_for(timeout=60_000)
+        page.locator("[data-testid='stMetricLabel']", has_text="Questions both answered").first.wait_for(timeout=60_000)
         settled(page)
         body = page.inner_text("[data-testid='stMain']")
-        assert f"On {best['shared']} questions both answered" in body, body[:600]
+        metrics = dict(zip(page.locator("[data-testid='stMetricLabel']").all_inner_texts(),
+                           page.locator("[data-testid='stMetricValue']").all_inner_texts()))
+        assert metrics["Questions both answered"] == f"{best['shared']:,}", metrics
         assert "No failures analysed yet" not in body
-        assert f"Only A fails ({best['a']})" in body or f"Only A fails ({best['a'][:20]}" in body
+        assert best["a"] in body and best["b"] in body  # the pair picked
+        # one McNemar test over several datasets only where each is pass/fail (safety's scores are not)
+        pooled = len(c.by_dataset) > 1 and all(d.scores is None for d in c.by_dataset)
+        assert ("Overall: paired McNemar exact test" in body) == pooled
         # the Δ chart, downloaded as SVG: one mark per error type, coloured by the table's finding
         page.locator("[data-testid='stVegaLiteChart']").first.wait_for(timeout=30_000)
         with page.expect_download(timeout=60_000) as dl:

@@ -457,15 +457,21 @@ def test_overview_and_compare_pages_on_the_jury_and_lite_suites(both_db, monkeyp
     page.query_params.update(a=A, b=B)
     page.run()
     assert not page.exception
-    per = next(d.value for d in page.dataframe if "a_number" in d.value.columns).set_index("dataset")
+    # every dataset is continuous: it leads with the tests on the scores, each dataset once, and
+    # no McNemar test over all of them; the thresholded failures' McNemar tests sit apart
     scores = next(d.value for d in page.dataframe if "wilcoxon" in d.value.columns).set_index("dataset")
+    per = next(d.value for d in page.dataframe if "rule" in d.value.columns).set_index("dataset")
     with store.read_connection(both_db) as con:
         c = stats.compare(con, A, B)
+    assert sorted(scores.index) == sorted(per.index) == sorted(d.dataset for d in c.by_dataset)
     for d in c.by_dataset:
         assert scores.loc[d.dataset, "wilcoxon"] == f"{fmt.p_value(d.scores.wilcoxon_p)} (n = {d.scores.wilcoxon_n})"
         assert per.loc[d.dataset, "p_text"] == fmt.p_value(d.p)
-    assert per.loc["aci_bench", "a_number"] == "4.48 of 1–5"
+    assert scores.loc["aci_bench", "a_number"] == "4.48 of 1–5"
     assert scores.loc["aci_bench", "difference"] == "−1.15 (−1.27 to −1.03)"
+    assert per.loc["aci_bench", "rule"] == "score < 3.8 of 1–5"
+    assert "Overall: paired McNemar exact test" not in [h.value for h in page.subheader]
+    assert not any("Only A fails" in m.label for m in page.metric)
 
 
 @requires_fixtures

@@ -190,7 +190,9 @@ def test_a_failed_uploads_files_are_removed(tmp_path):
     db = tmp_path / "s.duckdb"
     started = []
     try:
-        written = save_uploads([("bad.jsonl", b'{"model": "m", "output": "x"}\n')], root)  # no instance id
+        # a verdict no rule reads (a missing column would be asked for, and the files kept for "Load again")
+        written = save_uploads([("bad.jsonl", b'{"model": "m", "instance_id": 1, "output": "x", "correct": "maybe"}\n')],
+                               root)
         folder = root / written[0].relative_to(root).parts[0]
         assert folder.exists()
         started.append(jobs.start("load bad.jsonl", ["ingest", str(written[0])], db, discard_on_failure=(folder,)))

@@ -69,7 +69,7 @@ def test_a_scorers_value_that_mentions_a_flag_asks_nothing_of_it(tmp_path):
 
 def test_an_error_that_asks_for_nothing_writes_no_asks_whatever_it_quotes(tmp_path):
     bad = tmp_path / f"{MIMIC}.jsonl"
-    bad.write_text('{"model": "m", "output": "x"}\n')  # no instance id
+    bad.write_text('{"model": "m", "instance_id": 1, "output": "x", "correct": "maybe"}\n')  # no verdict
     code, result = _ingest(tmp_path, bad)
     assert code == result["exit_code"] == 2 and MIMIC in result["error"]
     assert result["asks"] == []

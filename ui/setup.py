@@ -5,17 +5,21 @@ only under the configured data roots — every file the load reads, symbolic lin
 (`python -m ingest --only-under`) — uploads only after every safety check passed. What the
 inputs hold stays after a submit; the latest job's outcome is one box (its whole error, in red,
 when it failed), earlier jobs are folded away. A load that stopped for want of a scale, a
-threshold or a main metric gets the fields to give them and runs again with them.
+threshold or a main metric gets the fields to give them and runs again with them; one that found
+no column for a field of a table (its id, its output, its score) gets the table's columns to pick
+from (the CLI's --map FIELD=COLUMN), with the model's name and the score's scale.
 """
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import streamlit as st
 
 import store
 from ingest import FORMATS
+from ingest.sources import custom
 
 from . import jobs
 from .data import public_message, read_only
@@ -106,7 +110,10 @@ def _settings_asked(db: Path) -> None:
     job = started[-1] if started else None
     if job is None or job.returncode in (None, 0) or job.args[:1] != ["ingest"]:
         return
-    asks = job.asks()
+    asks = [a for a in job.asks() if a.flag != "--map"]
+    columns_asked = [a.dataset for a in job.asks() if a.flag == "--map"]
+    if columns_asked:
+        _columns_asked(job, columns_asked, db)
     if not asks:
         return
     by_dataset: dict[str, set[str]] = {}
@@ -136,6 +143,80 @@ def _settings_asked(db: Path) -> None:
         submitted = st.form_submit_button("Load again with these settings", icon=":material/replay:")
     if submitted:
         _load_again(job, given, db)
+
+
+# the fields a table's column can be read as, in the words the form uses (the CLI's --map FIELD)
+FIELD_LABELS = {"instance_id": "Question id", "output": "Model output", "model": "Model",
+                "score": "Score (a number)", "correct": "Verdict (true/false)",
+                "reference": "Reference answer", "input": "Input (the question)"}
+OPTIONAL_FIELDS = ("reference", "input")
+
+
+def _table_columns(job: jobs.Job) -> list[str]:
+    """The columns of the tables the job loads (its paths: the arguments before the first flag)."""
+    paths = [Path(a) for a in itertools.takewhile(lambda a: not a.startswith("--"), job.args[1:])]
+    return list(dict.fromkeys(c for p in paths for c in custom.header(p)))
+
+
+def _columns_asked(job: jobs.Job, fields: list[str], db: Path) -> None:
+    """When the latest load found no column for a field (a table whose id is `item`, whose output
+    is `response`), a column to pick for each — the CLI's --map FIELD=COLUMN — with the model's name
+    (--model) and the score's scale (--scale LOW:HIGH), and a button that loads it again with them."""
+    found = _table_columns(job)
+    if not found:
+        return
+    wanted = list(dict.fromkeys([*fields, *OPTIONAL_FIELDS]))
+    key = job.log.stem
+    with st.form(f"columns_{key}", border=True):
+        st.markdown("**Which column holds what?** Pick a column for each field the load asks for and load again "
+                    "(the same files, with `--map FIELD=COLUMN` for each).")
+        picked: dict[str, str | None] = {}
+        for n, field in enumerate(wanted):
+            if n % 2 == 0:
+                row = st.columns(2)  # a row at a time: the fields read left to right, then down
+            optional = field not in fields or field in ("score", "correct")
+            label = FIELD_LABELS.get(field, field) + (" — optional" if field in OPTIONAL_FIELDS else "")
+            picked[field] = row[n % 2].selectbox(
+                f"{label} ({field})", found, index=None, key=f"{key}-map-{field}", format_func=visible,
+                placeholder="pick a column" if not optional else "pick a column, or leave empty",
+                help="score or verdict: one of the two" if field in ("score", "correct") else None)
+        model = st.text_input("…or one model name for every row (--model)", key=f"{key}-model") \
+            if "model" in fields else ""
+        scale = st.columns(2) if "score" in fields else None
+        low = scale[0].number_input("Lowest score possible (--scale)", value=None, format="%g",
+                                    key=f"{key}-low") if scale else None
+        high = scale[1].number_input("Highest score possible", value=None, format="%g",
+                                     key=f"{key}-high") if scale else None
+        submitted = st.form_submit_button("Load again with these columns", icon=":material/replay:")
+    if submitted:
+        extra = _column_flags(fields, picked, model.strip(), low, high)
+        if extra is None:
+            return
+        jobs.start(f"{job.label} with {' '.join(extra[1::2])}", [*job.args, *extra], db,
+                   discard_on_failure=job.discard)
+        st.rerun()
+
+
+def _column_flags(fields: list[str], picked: dict[str, str | None], model: str, low, high) -> list[str] | None:
+    """The flags the columns form gives, or None after saying what is missing or wrong."""
+    missing = [FIELD_LABELS.get(f, f) for f in fields
+               if f not in ("score", "correct", "model") and not picked.get(f)]
+    if "model" in fields and not picked.get("model") and not model:
+        missing.append("Model (a column, or a name)")
+    if {"score", "correct"} & set(fields) and not (picked.get("score") or picked.get("correct")):
+        missing.append("Score or Verdict")
+    if missing:
+        st.warning(md("Pick a column for: " + ", ".join(missing), 600))
+        return None
+    if (low is None) != (high is None) or (low is not None and not low < high):
+        st.error("Give the lowest and the highest score possible, the lowest below the highest (or neither).")
+        return None
+    extra = [arg for field, column in picked.items() if column for arg in ("--map", f"{field}={column}")]
+    if model and not picked.get("model"):
+        extra += ["--model", model]
+    if low is not None:
+        extra += ["--scale", f"{low:g}:{high:g}"]
+    return extra
 
 
 def _load_again(job: jobs.Job, given: dict[str, dict[str, object]], db: Path) -> None:

@@ -43,6 +43,7 @@ DISPLAY_CHARS = _display_chars()
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=&\"'^%@])")
 _AUTOLINK = re.compile(r"(?i):(?=//)|www(?=\.)|(?=@)")
+_WORD = re.compile(r"[^\W_]")  # a letter or digit, any script
 _ENTITY_SPECIAL = re.compile(r"[&<>\"'`*_{}\[\]()#+\-.!|~$:=^%@\\]")
 
 
@@ -76,7 +77,17 @@ def md(text, limit: int = 300) -> str:
     # Streamlit's GFM turns URLs, www. names and e-mail addresses in plain text into live links
     # even when escaped; a zero-width space keeps them from matching
     one_line = _AUTOLINK.sub(lambda m: m.group(0) + "\u200b", one_line)
-    return _MD_SPECIAL.sub(r"\\\1", one_line) + ("…" if cut else "")
+    return _MD_SPECIAL.sub(_escape, one_line) + ("…" if cut else "")
+
+
+def _escape(m: re.Match) -> str:
+    """A Markdown character with a backslash before it — except an underscore between two letters
+    or digits (`aci_bench`): CommonMark never opens or closes emphasis there, and Streamlit puts
+    a widget's label into its aria-label as written, so a screen reader read `aci\\_bench`."""
+    char, at, text = m.group(1), m.start(), m.string
+    if char == "_" and 0 < at < len(text) - 1 and _WORD.match(text[at - 1]) and _WORD.match(text[at + 1]):
+        return char
+    return "\\" + char
 
 
 def code(text, limit: int = 300) -> str:

@@ -15,6 +15,7 @@ from typing import Any, Iterator
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from core.errors import Ask, SettingsNeeded
 from core.names import canonical_dataset, check_name, question_hash
 from core.numbers import number_or_none, shown
 from core.records import (
@@ -42,6 +43,8 @@ CORRECT_COLUMN = {"lower_is_better": False, "scale_source": "binary", "verdict_r
 FIELDS = ("model", "instance_id", "input", "output", "reference", "score", "correct", "dataset", "domain", "split",
           "messages", "prompt", "instructions", "judge_explanation", "finish_reason", "cluster")
 REQUIRED = ("instance_id", "output")
+# what tables commonly call the instance id: taken when there is no instance_id column, and said
+ID_COLUMNS = ("id", "sample_id", "question_id")
 SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "csv", ".parquet": "parquet", ".xlsx": "xlsx"}
 
 _TRUE = {"true", "1", "yes", "y", "c", "correct", "pass", "passed"}
@@ -345,10 +348,15 @@ def read(path: Path, options: ReadOptions, kind: str) -> Iterator[ParsedRun]:
     # one run per (model, dataset, domain): the store keeps domain on the run
     groups: dict[tuple[str, str, str | None], list[tuple[int, CustomRow]]] = {}
     columns_seen: set[str] | None = None
+    notes: list[str] = []  # said once, with the file's first run
     for lineno, raw in _rows(path, kind, options.limits):
         hasher.update(json.dumps(raw, sort_keys=True, default=str).encode())
         if columns_seen is None:
             columns_seen = set(raw)
+            taken = id_column(columns_seen, mapping, options.column_map)
+            if taken is not None:
+                mapping["instance_id"] = taken
+                notes.append(f"{path}: instance id from column `{taken}`")
             # an agent's output is its last assistant message: a messages column stands for output
             missing = [f for f in REQUIRED if mapping[f] not in columns_seen
                        and not (f == "output" and mapping["messages"] in columns_seen)]
@@ -357,9 +365,12 @@ def read(path: Path, options: ReadOptions, kind: str) -> Iterator[ParsedRun]:
             if mapping["score"] not in columns_seen and mapping["correct"] not in columns_seen:
                 missing.append("score or correct")
             if missing:
-                raise IngestError(
+                # the app offers a column for each field asked (ui/setup.py); an Ask's `dataset`
+                # holds the field, so that its `typed` reads as the flag does: --map score=COLUMN
+                raise SettingsNeeded(
                     f"{path}: no column for {', '.join(missing)} (columns: {', '.join(sorted(columns_seen))}); "
-                    "map one with --map FIELD=COLUMN" + (" or pass --model NAME" if "model" in missing else "")
+                    "map one with --map FIELD=COLUMN" + (" or pass --model NAME" if "model" in missing else ""),
+                    [Ask("--map", field, "COLUMN") for m in missing for field in m.split(" or ")],
                 )
         values = {f: raw.get(col) for f, col in mapping.items() if col in raw}
         for field, value in values.items():
@@ -381,8 +392,35 @@ def read(path: Path, options: ReadOptions, kind: str) -> Iterator[ParsedRun]:
     if not groups:
         raise IngestError(f"{path}: no predictions in the file")
     content_hash = hasher.hexdigest()
-    for (model, dataset, domain), rows in groups.items():
-        yield _build_run(path, kind, model, dataset, domain, rows, content_hash, options)
+    for n, ((model, dataset, domain), rows) in enumerate(groups.items()):
+        run = _build_run(path, kind, model, dataset, domain, rows, content_hash, options)
+        yield run.model_copy(update={"notes": notes}) if n == 0 and notes else run
+
+
+def header(path: Path, limits: Limits | None = None) -> list[str]:
+    """The columns of a table of predictions (of its first row, for JSONL), for the app to offer
+    when a load asks which column holds a field; [] when it is not one or cannot be read."""
+    kind = SUFFIXES.get(path.suffix.lower())
+    if kind is None or not path.is_file():
+        return []
+    try:
+        rows = _rows(path, kind, limits or Limits.from_env())
+        try:
+            first = next(rows, None)
+        finally:
+            rows.close()  # the file (a workbook's two readers) closed now, not when collected
+    except IngestError:
+        return []
+    return [str(c) for c in first[1]] if first else []
+
+
+def id_column(columns: set[str], mapping: dict[str, str], column_map: dict[str, str]) -> str | None:
+    """The column taken as the instance id when the file has no `instance_id` column and none is
+    mapped: the first of ID_COLUMNS it has that no other field is mapped to."""
+    if "instance_id" in column_map or mapping["instance_id"] in columns:
+        return None
+    used = set(column_map.values())
+    return next((c for c in ID_COLUMNS if c in columns and c not in used), None)
 
 
 def _build_run(path, kind, model, dataset, domain, rows, content_hash, options) -> ParsedRun:
