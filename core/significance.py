@@ -75,6 +75,25 @@ def wilson(k: int, n: int) -> tuple[float, float]:
     return (float(ci.low), float(ci.high))
 
 
+def wilson_many(k, n: int):
+    """`wilson` for many counts of one n at once (arrays of lows and highs): the same formula as
+    scipy's `binomtest(k, n).proportion_ci(method="wilson")` (Newcombe 1998), in the same order
+    of operations, so equal to it bit for bit — without building a test per count, which costs a
+    page of thousands of cells seconds."""
+    import numpy as np
+    from scipy.special import ndtri
+
+    k = np.asarray(k, dtype=float)
+    if n == 0:
+        return np.full(k.shape, math.nan), np.full(k.shape, math.nan)
+    p = k / n
+    z = ndtri(0.5 + 0.5 * 0.95)
+    denom = 2 * (n + z**2)
+    center = (2 * n * p + z**2) / denom
+    delta = z / denom * np.sqrt(4 * n * p * (1 - p) + z**2)
+    return np.where(k == 0, 0.0, center - delta), np.where(k == n, 1.0, center + delta)
+
+
 def share_difference_ci(b_count: int, b_total: int, a_count: int, a_total: int) -> tuple[float, float, float]:
     """Δ = b_share − a_share with Newcombe's hybrid score interval (built from Wilson intervals).
 

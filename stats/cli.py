@@ -90,8 +90,14 @@ def build_parser() -> argparse.ArgumentParser:
                         "were independent; `stats compare` on a pilot gives it as (A-only + B-only) / pairs)")
     w.add_argument("--json", action="store_true", help="print JSON")
 
-    ld = sub.add_parser("leaderboard", help="models ranked by the harness's number, with paired tests between "
-                                            "adjacent ranks and the groups the data cannot tell apart")
+    ld = sub.add_parser(
+        "leaderboard", help="models ranked by the harness's number, with paired tests between adjacent ranks and "
+                            "the groups the data cannot tell apart",
+        description="Which ranks of a leaderboard the data can tell apart. Per dataset, models are ranked by the "
+                    "harness's own number; each pair of adjacent ranks is tested on the questions both answered "
+                    "(McNemar exact for pass/fail, Wilcoxon signed-rank for a score, the cluster-robust paired t "
+                    "where questions share a passage or were tried more than once), with Benjamini-Hochberg "
+                    "across the ladder; a new group starts below a step with q <= 0.05 (docs/stats.md).")
     ld.add_argument("--db", help="database file (default: $FAULTLINE_DB, else data/faultline.duckdb)")
     ld.add_argument("--dataset", help="one dataset's ladder (default: one per dataset)")
     ld.add_argument("--models", nargs="+", default=[], help="rank only these models")

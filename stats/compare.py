@@ -189,7 +189,7 @@ class DatasetComparison(_PairedTest):
                         "q": self.q, "mde": self.mde, "test": self.test, "clusters": self.clusters,
                         "clustered": self.clustered.to_json() if self.clustered else None},
             "a_total": self.a_total, "b_total": self.b_total,
-            "categories": [_category_json(c) for c in self.categories],
+            "categories": [_category_json(c, self.n_pairs) for c in self.categories],
             "scores": None if self.scores is None else _score_json(self.scores),
             "sensitivity": [{k: _json_number(v) for k, v in asdict(x).items()} for x in self.sensitivity],
         }
@@ -219,9 +219,14 @@ _CATEGORY_KEYS = ("category", "a_count", "b_count", "a_share", "b_share", "p_fis
                   "p_paired", "p_errormap", "corrected_delta", "corrected_low", "corrected_high")
 
 
-def _category_json(c: CategoryResult) -> dict:
+def _category_json(c: CategoryResult, n_pairs: int) -> dict:
+    """A category's row: its tests, and for its paired McNemar (`p_paired`) the smallest difference
+    it could detect (`paired_mde`, a share of the `n_pairs` questions both answered) and its
+    clusters (null: the type's failures are tested question by question)."""
     values = asdict(c)
-    return {**{k: _json_number(values[k]) for k in _CATEGORY_KEYS}, "finding": c.finding}
+    discordant = c.a_only_fail + c.b_only_fail
+    return {**{k: _json_number(values[k]) for k in _CATEGORY_KEYS}, "finding": c.finding,
+            "paired_mde": _mde(n_pairs, discordant) if discordant else None, "clusters": None}
 
 
 @dataclass(frozen=True)
@@ -301,7 +306,7 @@ class Comparison(_PairedTest):
             "mcnemar": {"a_only_fail": self.a_only_fail, "b_only_fail": self.b_only_fail,
                         "p": self.p, "mde": self.mde, "test": self.test, "clusters": self.clusters,
                         "clustered": self.clustered.to_json() if self.clustered else None},
-            "categories": [_category_json(c) for c in self.categories],
+            "categories": [_category_json(c, self.n_pairs) for c in self.categories],
             "not_error_types": [{k: _json_number(v) for k, v in asdict(c).items()}
                                 for c in self.not_error_types],
             "error_types_on": "all failures" if self.unpaired else "paired questions",

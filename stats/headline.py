@@ -318,6 +318,18 @@ def _harness_notes(out: dict, runs: list[dict], metric, headline_metric, over_do
                 and abs(value - 100 * mine) > 100 * tolerance:
             notes.append(f"the log's own number is {fmt.number(value)}, over every trial; this counts the "
                          "latest outcome of each question (its first trial)")
+    groups = {r["group_aggregate"] for r in runs}
+    if over_domains is False and len(runs) > 1 and len(groups) == 1 and None not in groups \
+            and all(r["source_format"] == "lm-eval" for r in runs) and split in (q.MAIN_SPLIT, *{r["main_split"] for r in runs}):
+        # an lm-eval group run task by task: its number is lm-eval's own for the group (its
+        # weighting is the group's config), not the pass rate pooled over the tasks' questions
+        value = next(iter(groups))
+        out.update(headline=value, headline_ci_low=None, headline_ci_high=None, headline_interval=None,
+                   headline_of="lm-eval's own group aggregate")
+        pooled = out.get("accuracy")
+        notes.append(f"lm-eval's own number for the group {out['dataset']}; "
+                     + (f"pooled over its {len(runs)} tasks' questions the pass rate is {fmt.pct(pooled)}"
+                        if pooled is not None else f"it has {len(runs)} tasks"))
     part = runs[0] if len(runs) == 1 else None
     if part and part["harness_n"] and part["harness_n"] > out["n"] and part["harness_value"] is not None \
             and math.isfinite(part["harness_value"]) and (part["harness_note"] or "").startswith("not compared: the log holds") \

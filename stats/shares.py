@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from core.significance import wilson
+from core.significance import wilson_many
 
 DRAWS = 600
 SEED = 20261129
@@ -201,13 +201,10 @@ def _corrected_rows(cats, theta, own, known, open_, analyst, measured) -> list[d
 
 
 def _sampling_only(cats: list[str], analyst: np.ndarray, n: int) -> list[dict]:
-    rows = []
-    for i, c in enumerate(cats):
-        low, high = wilson(int(analyst[i]), n)
-        rows.append({"category": c, "count": int(analyst[i]), "people": 0, "n": n, "reviewed": 0,
-                     "unmeasured": 0, "share": analyst[i] / n if n else math.nan, "share_low": low,
-                     "share_high": high, "corrected": False})
-    return rows
+    lows, highs = wilson_many(analyst, n)
+    return [{"category": c, "count": int(analyst[i]), "people": 0, "n": n, "reviewed": 0,
+             "unmeasured": 0, "share": analyst[i] / n if n else math.nan, "share_low": float(lows[i]),
+             "share_high": float(highs[i]), "corrected": False} for i, c in enumerate(cats)]
 
 
 def difference(shares: Shares, a: tuple, b: tuple, category: str) -> tuple[float, float, float] | None:

@@ -213,7 +213,8 @@ def accuracy(con, models=None, datasets=None, domains=None, by: str | None = Non
 _RUN_RULES = """
     r.source_format, r.main_metric, r.headline_metric, r.metric_min, r.metric_max, r.lower_is_better,
     r.pass_threshold, r.scale_source, r.main_split, r.harness_metric, r.harness_split,
-    r.harness_value, r.harness_n, r.harness_agrees, r.harness_note
+    r.harness_value, r.harness_n, r.harness_agrees, r.harness_note,
+    json_extract(r.settings, '$.group_aggregate')::DOUBLE AS group_aggregate
 """
 
 

@@ -177,17 +177,31 @@ class Report:
                 f"({sp.get('abstention_rate') or 0:.1%}); {len(self.disagreements)} disagreements")
 
 
+def matrix_kappa(m) -> float | None:
+    """Cohen's κ of a confusion matrix (counts, or weights: taxonomy.calibration weighs each review
+    by its stratum); None when chance agreement is 1."""
+    import numpy as np
+
+    m = np.asarray(m, dtype=float)
+    total = m.sum()
+    po = np.trace(m) / total
+    pe = float((m.sum(axis=0) / total) @ (m.sum(axis=1) / total))
+    return None if pe >= 1.0 else float((po - pe) / (1 - pe))
+
+
 def cohen_kappa(a: Sequence[str], b: Sequence[str]) -> tuple[float | None, str | None]:
     """Cohen's κ of two label sequences, or (None, reason) when it is undefined."""
-    n = len(a)
-    if n == 0:
+    import numpy as np
+
+    if not a:
         return None, "no labelled pairs"
-    labels = sorted(set(a) | set(b))
-    po = sum(x == y for x, y in zip(a, b)) / n
-    pe = sum((list(a).count(c) / n) * (list(b).count(c) / n) for c in labels)
-    if pe >= 1.0:
+    index = {c: i for i, c in enumerate(sorted(set(a) | set(b)))}
+    m = np.zeros((len(index), len(index)))
+    np.add.at(m, ([index[x] for x in a], [index[y] for y in b]), 1)
+    kappa = matrix_kappa(m)
+    if kappa is None:
         return None, "both sides use a single category, so chance agreement is 1 and κ is 0/0"
-    return (po - pe) / (1 - pe), None
+    return kappa, None
 
 
 def specific_figures(reference: Sequence[str], analyst: Sequence[str]) -> dict:

@@ -47,6 +47,7 @@ from store.calibration import (
 )
 from store.queries import MAIN_SPLIT
 
+from .agreement import matrix_kappa
 from .catalog import HARD, OTHER
 from .select import SAMPLE_SEED, choose_analyst
 
@@ -230,7 +231,7 @@ def measure(pairs: pl.DataFrame, seed: int = SAMPLE_SEED, resamples: int = BOOTS
     specific = [j for j in range(n) if a[j] not in ABSTAINED]
     sw = w[specific]
     right = sw[np.array([a[j] == p[j] for j in specific], dtype=bool)].sum() if specific else 0.0
-    kappa = _kappa(weights)
+    kappa = matrix_kappa(weights)
     return {
         "n": n,
         "agreement": float(np.trace(weights) / weights.sum()),
@@ -241,14 +242,6 @@ def measure(pairs: pl.DataFrame, seed: int = SAMPLE_SEED, resamples: int = BOOTS
         "per_category": per,
         "confusion": {"labels": labels, "matrix": counts.tolist()},
     }
-
-
-def _kappa(m: np.ndarray) -> float | None:
-    """Cohen's κ of a (weighted) confusion matrix; None when chance agreement is 1."""
-    total = m.sum()
-    po = np.trace(m) / total
-    pe = float((m.sum(axis=0) / total) @ (m.sum(axis=1) / total))
-    return None if pe >= 1.0 else float((po - pe) / (1 - pe))
 
 
 def _kappa_ci(ai, pi, w, k: int, seed: int, resamples: int) -> list[float] | None:
@@ -262,7 +255,7 @@ def _kappa_ci(ai, pi, w, k: int, seed: int, resamples: int) -> list[float] | Non
         pick = np.concatenate([rng.choice(s, size=len(s), replace=True) for s in strata])
         m = np.zeros((k, k))
         np.add.at(m, (pi[pick], ai[pick]), w[pick])
-        kappa = _kappa(m)
+        kappa = matrix_kappa(m)
         if kappa is not None:
             kappas.append(kappa)
     if not kappas:

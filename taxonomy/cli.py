@@ -152,8 +152,14 @@ def build_parser() -> argparse.ArgumentParser:
     lb.add_argument("--reviewer", help="who made the labels (a table's reviewer column wins; default for "
                                        "Who&When logs: 'Who&When annotators')")
 
-    rs = sub.add_parser("review-sample", help="draw failures for people to label: a seeded random sample "
-                                              "stratified by the analyst's label, stored with its weights")
+    rs = sub.add_parser(
+        "review-sample", help="draw failures for people to label: a seeded random sample "
+                              "stratified by the analyst's label, stored with its weights",
+        description="Draw failures for people to label, to measure how right the analyst is. The sample is "
+                    "seeded and stratified by the analyst's label (half shared equally between labels so rare "
+                    "ones are seen, half in proportion to size) and stored with each stratum's size, so every "
+                    "figure over it describes all of the analyst's failures. Fill in the written table's "
+                    "category column, then: python -m taxonomy labels FILE && python -m taxonomy calibrate.")
     rs.add_argument("--n", type=_positive_int, default=50, help="how many failures to draw (default 50)")
     rs.add_argument("--analyst", help="whose labels to stratify by (default: the analyst with the most labels)")
     rs.add_argument("--seed", type=int, default=SAMPLE_SEED, help=f"the draw's seed (default {SAMPLE_SEED})")
@@ -163,8 +169,14 @@ def build_parser() -> argparse.ArgumentParser:
                                                   "(default: print it as CSV)")
     rs.add_argument("--db", help="database file (default: $FAULTLINE_DB or data/faultline.duckdb)")
 
-    cb = sub.add_parser("calibrate", help="measure an analyst against people's labels (precision, recall, κ, "
-                                          "confusion; on all and on a test half) and store the result")
+    cb = sub.add_parser(
+        "calibrate", help="measure an analyst against people's labels (precision, recall, κ, "
+                          "confusion; on all and on a test half) and store the result",
+        description="Measure an analyst against people's labels: per-category precision and recall, agreement, "
+                    "Cohen's κ with a stratified bootstrap interval, the confusion matrix, specific-label "
+                    "precision and abstention, each review weighted by its stratum; on every review and on a "
+                    "test half. The result is stored with the taxonomy and prompt versions it holds for, and "
+                    "every error-type share is then corrected for the measured confusion (docs/stats.md).")
     cb.add_argument("--analyst", help="the analyst to measure (default: the analyst with the most labels)")
     cb.add_argument("--db", help="database file (default: $FAULTLINE_DB or data/faultline.duckdb)")
     cb.add_argument("--json", action="store_true", help="print the measurement as JSON")

@@ -178,7 +178,17 @@ def test_cli_json_and_summary(tmp_db, capsys):
     assert data["mcnemar"]["test"] == "McNemar exact" and data["mcnemar"]["clusters"] is None
     assert set(data["categories"][0]) == {"category", "a_count", "b_count", "a_share", "b_share",
                                           "p_fisher", "q_bh", "p_paired", "p_errormap", "corrected_delta",
-                                          "corrected_low", "corrected_high", "finding"}
+                                          "corrected_low", "corrected_high", "finding", "paired_mde", "clusters"}
+    # each type's paired McNemar carries what it could detect, on the pairs both answered
+    from core.power import mcnemar_mde
+
+    with store.read_connection(tmp_db) as con:
+        c = stats.compare(con, "A", "B")
+    expected = {r.category: (mcnemar_mde(c.n_pairs, (r.a_only_fail + r.b_only_fail) / c.n_pairs)
+                             if r.a_only_fail + r.b_only_fail else None) for r in c.categories}
+    assert {r["category"]: r["paired_mde"] for r in data["categories"]} == expected
+    assert any(v is not None for v in expected.values())
+    assert {r["clusters"] for r in data["categories"]} == {None}
     # no people's label measured the analyst: nothing is corrected, and the JSON says so
     assert {c["corrected_delta"] for c in data["categories"]} == {None}
     assert data["shares_method"] == "sampling error only: analyst accuracy not measured"

@@ -356,3 +356,25 @@ def test_lmeval_under_limit_shows_its_own_aggregate_as_the_harness_number(tmp_pa
     assert (row["headline"], row["headline_of"], row["headline_ci_low"], row["n"], row["failures"]) == (
         0.376, "the log's own aggregate", None, 9, 3)
     assert "its own aggregate over 250 questions; the log holds 9 of them" in row["headline_note"]
+
+
+def test_lmeval_group_shows_its_own_aggregate_as_the_harness_number(tmp_path, tmp_db):
+    """A group run task by task: the Overview's harness's number for the group is lm-eval's 0.525,
+    not the 6/14 pooled over its tasks' questions (said in the note)."""
+    import store
+    from stats.headline import model_accuracy
+
+    folder = tmp_path / "org__model"
+    lmeval_task(folder, "mini_a", [True] * 3 + [False], "acc")
+    lmeval_task(folder, "mini_b", [True] * 3 + [False] * 7, "acc")
+    lmeval_results(folder, {"mini": {"alias": "mini", "acc,none": 0.525}, "mini_a": {"alias": " - mini_a", "acc,none": 0.75},
+                            "mini_b": {"alias": " - mini_b", "acc,none": 0.3}},
+                   {"mini_a": {"original": 4, "effective": 4}, "mini_b": {"original": 10, "effective": 10}},
+                   group_subtasks={"mini": ["mini_a", "mini_b"], "mini_a": [], "mini_b": []})
+    ingest_paths([folder], db=tmp_db)
+    with store.read_connection(tmp_db) as con:
+        row = model_accuracy(con).row(0, named=True)
+    assert (row["dataset"], row["headline"], row["headline_of"], row["n"], row["correct"]) == (
+        "mini", 0.525, "lm-eval's own group aggregate", 14, 6)
+    assert row["headline_note"] == ("lm-eval's own number for the group mini; pooled over its 2 tasks' questions "
+                                    "the pass rate is 42.9%")

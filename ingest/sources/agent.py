@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import hashlib
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 from core.names import canonical_dataset
 from core.records import InstanceRecord, ParsedRun, PredictionRecord, RunRecord, Skipped
@@ -20,6 +20,9 @@ from ..errors import MALFORMED, IngestError, malformed
 from ..jsonio import load_json, parse_json, read_bytes
 from ..options import ReadOptions
 from ..transcript import Transcript
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 class NeedsFlag(IngestError):
@@ -31,20 +34,28 @@ class NeedsFlag(IngestError):
         self.reason = reason
 
 
-def runs_by_folder(path: Path, groups: dict[Path, list[Path]], read_one: Callable[[Path, list[Path]], ParsedRun],
-                   what: str) -> Iterator[ParsedRun | Skipped]:
-    """One run per group of logs (`groups`: folder → its logs): a group that needs a flag is skipped
-    and named (refused when `path` is the one file asked for); a malformed log stops the load,
-    naming its folder and `what` it is."""
-    for folder, logs in groups.items():
+def each_or_skip(path: Path, items: Iterable[T], read_one: Callable[[T], R], what: str,
+                 where: Callable[[T], object] = lambda item: item) -> Iterator[R | Skipped]:
+    """`read_one` of each item (a log, a folder of logs) in turn: an item that needs a flag is
+    skipped and named (refused when `path` is the one file asked for); a malformed one stops the
+    load, naming it (`where`) and `what` it is."""
+    for item in items:
         try:
-            yield read_one(folder, logs)
+            result = read_one(item)
         except NeedsFlag as exc:
             if path.is_file():
                 raise
-            yield Skipped(path=str(folder), reason=exc.reason)
+            yield Skipped(path=str(where(item)), reason=exc.reason)
+            continue
         except MALFORMED as exc:
-            raise malformed(folder, what, exc) from None
+            raise malformed(where(item), what, exc) from None
+        yield result
+
+
+def runs_by_folder(path: Path, groups: dict[Path, list[Path]], read_one: Callable[[Path, list[Path]], ParsedRun],
+                   what: str) -> Iterator[ParsedRun | Skipped]:
+    """One run per group of logs (`groups`: folder → its logs), as `each_or_skip` reads them."""
+    return each_or_skip(path, groups.items(), lambda group: read_one(*group), what, where=lambda group: group[0])
 
 
 def require(value: Any, where: object, what: str, flag: str) -> str:

@@ -29,18 +29,18 @@ from core.names import question_hash
 from core.records import InstanceRecord, ParsedRun, PredictionRecord, Skipped
 
 from .. import files
-from ..errors import MALFORMED, IngestError, malformed
+from ..errors import IngestError
 from ..jsonio import expect, load_json
 from ..options import ReadOptions
 from ..source import Source
 from ..transcript import Transcript, content_text
 from ..walk import matching_files
 from .agent import (
-    NeedsFlag,
     Verdicts,
     agent_run,
     binary_verdict_fields,
     check_unique,
+    each_or_skip,
     require,
 )
 
@@ -73,19 +73,14 @@ def read(path: Path, options: ReadOptions) -> Iterator[ParsedRun | Skipped]:
         loaded[file] = expect(load_json(file, hashers[file]), dict, str(file))
     continued = {_ref(file, doc.get("continued_trajectory_ref")) for file, doc in loaded.items()} - {None}
     groups: dict[tuple, list] = {}
-    for file, doc in loaded.items():
-        if file in continued and file != path:
-            continue  # read with the trajectory it continues
-        try:
-            prediction = _prediction(file, doc, options, verdicts)
-        except NeedsFlag as exc:
-            if file == path:
-                raise
-            yield Skipped(path=str(file), reason=exc.reason)
-            continue
-        except MALFORMED as exc:
-            raise malformed(file, "ATIF trajectory", exc) from None
-        groups.setdefault(prediction["key"], []).append(prediction)
+    # a continuation is read with the trajectory it continues
+    own = [file for file in loaded if file not in continued or file == path]
+    for prediction in each_or_skip(path, own, lambda f: _prediction(f, loaded[f], options, verdicts),
+                                   "ATIF trajectory"):
+        if isinstance(prediction, Skipped):
+            yield prediction
+        else:
+            groups.setdefault(prediction["key"], []).append(prediction)
     for (model, dataset, agent), members in groups.items():
         yield _run(path, model, dataset, agent, members, options)
 

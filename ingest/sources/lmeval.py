@@ -334,7 +334,7 @@ class _TaskContext:
         original, effective = (whole_or_none(counts.get(k)) for k in ("original", "effective"))
         return original, effective if effective is not None else original
 
-    def group_aggregate(self, key: str) -> str | None:
+    def group_value(self, key: str) -> float | None:
         """lm-eval's own number for the group the task is a part of (its `groups` entry, else its
         `results` entry: the group's row above the " - task" rows), on the same metric and filter."""
         if self.domain is None:
@@ -343,8 +343,12 @@ class _TaskContext:
             entry = (self.results.get(section) or {}).get(self.dataset_raw)
             value = _number(entry.get(key)) if isinstance(entry, dict) else None
             if value is not None:
-                return f"lm-eval's own {key} for the group {self.dataset_raw} is {value:.6g}"
+                return value
         return None
+
+    def group_aggregate(self, key: str) -> str | None:
+        value = self.group_value(key)
+        return None if value is None else f"lm-eval's own {key} for the group {self.dataset_raw} is {value:.6g}"
 
     @property
     def split(self) -> str | None:
@@ -398,7 +402,9 @@ def _build_run(ctx: _TaskContext, filter_name: str, rows: list[tuple[str, dict]]
     harness = agreement(aggregate, [p.score for p in predictions if p.score is not None], len(predictions),
                         headline=aggregate.metric if aggregate else None)
     run_name = ":".join(x for x in (ctx.task, filter_name, ctx.model, ctx.n_shot()) if x)
-    settings = {"harness": FORMAT, "task": ctx.task, "filter": filter_name, "n_shot": ctx.shots()}
+    settings = {"harness": FORMAT, "task": ctx.task, "filter": filter_name, "n_shot": ctx.shots(),
+                # the group's own number (the Overview's harness's number for the group), never recomputed
+                "group_aggregate": ctx.group_value(f"{metric},{filter_name}") if metric else None}
     run = RunRecord(
         run_id=hashlib.sha1(f"{FORMAT}|{ctx.samples.resolve()}|{ctx.task}|{filter_name}".encode()).hexdigest()[:16],
         source_format=FORMAT,

@@ -32,18 +32,18 @@ from core.names import question_hash
 from core.records import InstanceRecord, ParsedRun, PredictionRecord, Skipped
 
 from .. import files
-from ..errors import IngestError, read_each
+from ..errors import IngestError
 from ..jsonio import load_jsonl, try_parse
 from ..options import ReadOptions
 from ..source import Source
 from ..transcript import Transcript, content_text
 from ..walk import matching_files
 from .agent import (
-    NeedsFlag,
     Verdicts,
     agent_run,
     binary_verdict_fields,
     check_unique,
+    each_or_skip,
     python_value,
     require,
 )
@@ -70,13 +70,8 @@ def count_runs(path: Path) -> int:
 
 def read(path: Path, options: ReadOptions) -> Iterator[ParsedRun | Skipped]:
     verdicts = Verdicts(options.verdicts)
-    for file in matching_files(path, _is_output) if path.is_dir() else [path]:
-        try:
-            yield from read_each([file], lambda f: [read_output(f, options, verdicts)], "OpenHands output")
-        except NeedsFlag as exc:
-            if file == path:
-                raise
-            yield Skipped(path=str(file), reason=exc.reason)
+    files = matching_files(path, _is_output) if path.is_dir() else [path]
+    yield from each_or_skip(path, files, lambda f: read_output(f, options, verdicts), "OpenHands output")
 
 
 def read_output(path: Path, options: ReadOptions, verdicts: Verdicts) -> ParsedRun:

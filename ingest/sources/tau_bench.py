@@ -26,13 +26,13 @@ from core.names import question_hash
 from core.records import InstanceRecord, ParsedRun, PredictionRecord, Reference, Skipped
 
 from .. import files
-from ..errors import IngestError, read_each
+from ..errors import IngestError
 from ..jsonio import expect, load_json
 from ..options import ReadOptions
 from ..source import Source
 from ..transcript import Transcript
 from ..walk import matching_files
-from .agent import NeedsFlag, agent_run, binary_verdict_fields, check_unique, require
+from .agent import agent_run, binary_verdict_fields, check_unique, each_or_skip, require
 from .chat import add_messages
 
 FORMAT = "tau-bench"
@@ -57,13 +57,8 @@ def count_runs(path: Path) -> int:
 
 
 def read(path: Path, options: ReadOptions) -> Iterator[ParsedRun | Skipped]:
-    for file in matching_files(path, _is_results) if path.is_dir() else [path]:
-        try:
-            yield from read_each([file], lambda f: [read_results(f, options)], "tau-bench results file")
-        except NeedsFlag as exc:
-            if file == path:
-                raise
-            yield Skipped(path=str(file), reason=exc.reason)
+    files = matching_files(path, _is_results) if path.is_dir() else [path]
+    yield from each_or_skip(path, files, lambda f: read_results(f, options), "tau-bench results file")
 
 
 def read_results(path: Path, options: ReadOptions) -> ParsedRun:
