@@ -387,6 +387,8 @@ def _clustered_intervals(con, rows: list[dict], models, datasets, domains, split
     mean over domains or the log's own aggregate keeps its interval (or none)."""
     from core.clustered import clustered_mean
 
+    from .clusters import cluster_labels
+
     if not any(r["headline_interval"] in ("Wilson", "t") for r in rows):
         return
     outcomes = q.clustered_outcomes(con, models, datasets, domains, split=split, thresholds=thresholds or None)
@@ -400,7 +402,7 @@ def _clustered_intervals(con, rows: list[dict], models, datasets, domains, split
         rate = r["headline_interval"] == "Wilson"
         g = g if rate else g.filter(pl.col("score").is_not_null())
         values = g["is_correct"].cast(pl.Float64) if rate else g["score"]
-        labels = [c if c is not None else "question:" + i for c, i in zip(g["cluster"], g["instance_id"])]
+        labels = cluster_labels(g)
         result = clustered_mean(values.to_numpy(), labels)
         if result.clusters == len(labels) or result.clusters < 2:
             continue  # no question shares a cluster with another here: the plain interval stands

@@ -23,7 +23,7 @@ from store import queries as q
 
 from . import fmt
 from .clusters import paired_test
-from .headline import model_accuracy
+from .headline import headline_text, model_accuracy
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,7 @@ class Ladder:
     metric: str | None
     headline_of: str | None
     lower_is_better: bool
+    as_rate: bool = False  # the harness's number reads as a rate (a pass rate, a mean of 0/1 credit)
     rungs: list[Rung] = field(default_factory=list)
     steps: list[Step] = field(default_factory=list)
     unranked: list[tuple[str, str]] = field(default_factory=list)  # (model, why)
@@ -115,16 +116,14 @@ def leaderboard(con, dataset: str, models=None, domains=None, split: str = q.MAI
     tested = [i for i, s in enumerate(steps) if s.p is not None]
     qs = dict(zip(tested, t.bh([steps[i].p for i in tested])))
     steps = [Step(**{**asdict(s), "q": qs.get(i)}) for i, s in enumerate(steps)]
-    from .headline import headline_text
-
     rungs, group = [], 1
     for i, r in enumerate(ranked):
         if i and steps[i - 1].separates:
             group += 1
         rungs.append(Rung(model=r["model"], rank=i + 1, headline=r["headline"], low=r["headline_ci_low"],
                           high=r["headline_ci_high"], n=r["n"], group=group, text=headline_text(r)))
-    return Ladder(dataset, first["headline_metric"] or first["metric"], first["headline_of"], lower, rungs,
-                  steps, unranked)
+    return Ladder(dataset, first["headline_metric"] or first["metric"], first["headline_of"], lower,
+                  bool(first["headline_as_rate"]), rungs, steps, unranked)
 
 
 def _steps(con, ranked: list[dict], dataset: str, domains, split: str, thresholds, scored: bool,

@@ -26,8 +26,7 @@ def groups(ladder: Ladder | None) -> dict[str, int] | None:
 def _detectable(ladder: Ladder, mde: float | None) -> str:
     if mde is None:
         return "–"
-    rate = ladder.rungs and ladder.headline_of and "rate" in ladder.headline_of
-    return fmt.pct(mde) if rate or ladder.rungs[0].text.endswith("%") else fmt.number(mde)
+    return fmt.pct(mde) if ladder.as_rate else fmt.number(mde)
 
 
 def which_ranks_differ(ladder: Ladder | None) -> None:
