@@ -10,7 +10,7 @@ its members together, and an interval that treats them as independent is too nar
   Var = G/(G−1) · Σ_g (Σ_{i∈g} (x_i − x̄))² / n², with a Student t interval on G − 1 degrees of
   freedom (Cameron & Miller, "A Practitioner's Guide to Cluster-Robust Inference", 2015, §2.4 and
   §4.3). It equals statsmodels' OLS of x on a constant with `cov_type="cluster"`, `use_t=True`
-  (tests/test_clusters.py), and with every question its own cluster it is the ordinary t interval.
+  (tests/core/test_clusters.py), and with every question its own cluster it is the ordinary t interval.
 - `clustered_paired(differences, clusters)`: the same for the mean of paired differences (B − A
   per question): its two-sided t test on G − 1 degrees of freedom is the paired test — a
   cluster-adjusted McNemar when the differences are of pass/fail (Obuchowski 1998, Durkalski

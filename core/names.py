@@ -67,7 +67,7 @@ def normalize_question(text: str) -> str:
     if lowered.isprintable() and "  " not in lowered:
         # the common case, a third of the time: every whitespace character but the space is
         # unprintable, so here the only whitespace is single spaces and there is nothing to
-        # collapse (tests/test_shared_questions.py checks both ways agree on every code point)
+        # collapse (tests/store/test_shared_questions.py checks both ways agree on every code point)
         return lowered.strip(_EDGES)
     return " ".join(lowered.split()).strip(_EDGES)
 

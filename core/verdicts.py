@@ -137,7 +137,7 @@ def is_finite(value: Any) -> bool:
 
 
 # The pass rule itself, once in Python and once in SQL (for runs judged again in the store once
-# their scale is known, store/runs.py): tests/test_verdicts.py holds the two equal over every
+# their scale is known, store/runs.py): tests/core/test_verdicts.py holds the two equal over every
 # kind of score, threshold and direction.
 
 def judged(score: Any, threshold: float | None, lower_is_better: bool) -> bool | None:

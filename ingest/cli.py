@@ -35,7 +35,7 @@ def skip_pyarrow_pandas_probe() -> None:
     imported, and pyarrow notes there is none. Only `python -m ingest` calls this (its process
     ends with the command), never the app: there an `import pandas` later still works, and
     pyarrow takes pandas up again the first time it is asked for a pandas conversion
-    (tests/test_ingest_startup.py)."""
+    (tests/ingest/test_ingest_startup.py)."""
     if "pandas" in sys.modules:
         return
     import pyarrow as pa

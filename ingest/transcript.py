@@ -8,7 +8,7 @@ store grow with the number of steps, never with the size of what one step printe
 gathered column by column (a list per column, an Arrow batch every BATCH_ROWS steps), each value
 checked as it is added to the type `StepRecord` (core/records.py) declares for its column: a
 dict and a pydantic validation per step cost more than reading a step of most logs
-(tests/test_transcripts.py holds the two to each other).
+(tests/ingest/test_transcripts.py holds the two to each other).
 """
 
 from __future__ import annotations

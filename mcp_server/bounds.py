@@ -8,7 +8,7 @@ whose size is *counted*, not hoped for:
 - **Tokens are estimated** by characters: an ASCII character counts a third of a token, a digit
   two thirds, any other character one whole token; the sum is rounded up. Real tokenizers give
   English prose about 4.5 characters a token, JSON 3 to 3.5, runs of digits 2 to 2.5 (numbers
-  are most of a results table) and Chinese or Arabic about 1; tests/test_mcp.py checks that the
+  are most of a results table) and Chinese or Arabic about 1; tests/mcp_server/test_mcp.py checks that the
   estimate is at least what OpenAI's cl100k_base and o200k_base and the tokenizer Anthropic
   published for earlier Claude models count on every example answer, and at most 30% more on
   those of 500 tokens or more, so "10,000 tokens" by this count is at most 10,000 by theirs.

@@ -48,7 +48,7 @@ st.caption(f"{fmt.plural(total, what[:-1] if total == 1 else what, what)}"
            + " — click a row to open its question.")
 listed = columns.unlabelled(columns.words(rows.rename({"is_correct": "passed"}), "passed"))
 # the columns a reader scans come first, each a fixed width, so at 1280 px all of them show
-# (tests/test_browser.py measures it); the output's start and the domain follow off to the right
+# (tests/ui/test_browser.py measures it); the output's start and the domain follow off to the right
 show_table(listed.select(*columns.INSTANCE_WIDTHS), name="instances", hide_index=True, height=260, key="rows",
            on_select=_open_clicked, selection_mode="single-row",
            column_config=columns.instance_list_config(columns.instance_widths(listed)))

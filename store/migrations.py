@@ -1,7 +1,7 @@
 """Schema changes as named, ordered migrations, recorded in `schema_migrations`.
 
 Append new migrations at the end; never edit one that has shipped. docs/store.md documents
-the resulting schema and tests/test_docs_schema.py keeps the two in step.
+the resulting schema and tests/store/test_docs_schema.py keeps the two in step.
 """
 
 from __future__ import annotations

@@ -188,7 +188,7 @@ def reference(applied: Iterable[str]) -> dict[tuple[str, str, str], str]:
     names = tuple(name for name, _ in MIGRATIONS if name in done)
     if not names:
         # a store no migration has touched (one this command is creating) must hold nothing:
-        # an empty database's catalog is empty (tests/test_untrusted_store.py builds it to check),
+        # an empty database's catalog is empty (tests/store/test_untrusted_store.py builds it to check),
         # so no in-memory database is opened to say so
         return {}
     with _reference_lock:

@@ -1,6 +1,6 @@
 """A Faultline store turned against whoever opens it: its views, a macro shadowing a built-in,
 a table replaced by a view and a column default read a canary file and a canary environment
-variable of the machine that reads the store. Used by tests/test_untrusted_store.py.
+variable of the machine that reads the store. Used by tests/store/test_untrusted_store.py.
 
 The canary values are not in the store: only the *path* of the canary file and the *name* of
 the variable are, so any occurrence of a value in a page, a command's output, a report or a

@@ -4,7 +4,7 @@ Each example is a `json` block right after a marker naming the call, e.g.
 
     <!-- example: compare {"a": "demo/atlas-7b", "b": "demo/atlas-70b", "limit": 2} -->
 
-tests/test_mcp.py checks every block is what that call answers on a freshly built demo store;
+tests/mcp_server/test_mcp.py checks every block is what that call answers on a freshly built demo store;
 `python tests/mcp_docs.py` writes them again after a change.
 """
 

@@ -71,7 +71,7 @@ def category_scale(categories) -> alt.Scale:
 
 
 # room around the drawing for what Vega measures short: a title's ascent and the corner of the
-# last rotated column label (tests/test_browser.py checks every text lies inside the chart's box)
+# last rotated column label (tests/ui/test_browser.py checks every text lies inside the chart's box)
 PADDING = {"left": 5, "top": 8, "right": 18, "bottom": 5}
 
 

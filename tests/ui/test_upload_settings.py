@@ -1,0 +1,173 @@
+"""Issue 23, item 9: uploads finish. A load that needs a scale, a threshold or a main metric shows
+the whole message (not cut after its colon) and the fields to give them, then loads with them.
+AppTest here; the real browser in tests/ui/test_upload_browser.py."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from conftest import ROOT, q
+from tests.ingest.test_scores_as_given import inspect_log
+from ui.text import md_lines
+
+RATINGS = [{"model": m, "dataset": "rated", "instance_id": str(i), "output": "x", "score": s}
+           for m, scores in (("a", [1.0, 4 / 3, 2.0, 3.0]), ("b", [5 / 3, 7 / 3, 8 / 3, 3.0]))
+           for i, s in enumerate(scores)]
+
+
+@pytest.fixture
+def root(tmp_path, monkeypatch) -> Iterator[Path]:
+    """An empty store and a data root: the app opens on its load panel. The jobs it starts leave
+    the registry afterwards: it is the process's, and other tests expect no failed job in it."""
+    import store
+    from ui import jobs
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    db = tmp_path / "store.duckdb"
+    with store.write_session(db):
+        pass
+    monkeypatch.setenv("FAULTLINE_DB", str(db))
+    monkeypatch.setenv("FAULTLINE_DATA_ROOTS", str(logs))
+    monkeypatch.delenv("FAULTLINE_READ_ONLY", raising=False)
+    before = jobs.jobs()
+    yield logs
+    for job in jobs.jobs():
+        if job not in before:
+            jobs._registry().remove(job)
+
+
+def load(path: str) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.run()
+    next(t for t in at.text_input if t.label == "Path on this machine").input(path)
+    next(b for b in at.button if b.label == "Load").click()
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def finished_jobs(expect_failure: bool) -> None:
+    """Wait for the app's jobs; the latest one failed or succeeded as expected."""
+    import time
+
+    from ui import jobs
+
+    deadline = time.monotonic() + 120
+    while jobs.running():
+        assert time.monotonic() < deadline, "job did not finish"
+        time.sleep(0.2)
+    latest = jobs.jobs()[-1]
+    assert (latest.returncode != 0) == expect_failure, latest.log.read_text()
+
+
+def number_input(at: AppTest, label: str):
+    return next(n for n in at.number_input if n.label == label)
+
+
+def test_a_load_that_needs_a_scale_shows_the_whole_message_and_the_fields_then_loads(root):
+    ratings = root / "ratings.jsonl"
+    ratings.write_text("".join(json.dumps(r) + "\n" for r in RATINGS))
+    at = load("ratings.jsonl")
+    finished_jobs(expect_failure=True)
+    at.run()
+    assert not at.exception
+    # the red box holds the message whole: its first line and the dataset's line with the flags
+    (error,) = [e.value for e in at.error]
+    assert error == md_lines(
+        "load ratings.jsonl — failed (exit 2): no verdicts without a scale, and Faultline does not guess one:\n"
+        f"  rated: score ({ratings}): nothing says what scale it is on (its scores run 1–3; neither the log nor "
+        "the registry declares one). Give its scale with --scale rated=LOW:HIGH (the lowest and highest score "
+        "possible), or the line itself with --pass-threshold rated=X")
+    assert [n.label for n in at.number_input] == [
+        "rated: lowest score possible", "rated: highest score possible", "rated: or pass at this score"]
+    # half a scale is refused on the page, nothing started
+    number_input(at, "rated: lowest score possible").set_value(1.0)
+    next(b for b in at.button if b.label == "Load again with these settings").click()
+    at.run()
+    assert "rated: give both the lowest and the highest score, or neither" in [e.value.replace("\\", "") for e in at.error]
+    number_input(at, "rated: highest score possible").set_value(3.0)
+    next(b for b in at.button if b.label == "Load again with these settings").click()
+    at.run()
+    finished_jobs(expect_failure=False)
+    db = Path(os.environ["FAULTLINE_DB"])
+    assert q(db, "SELECT DISTINCT metric_min, metric_max, pass_threshold, scale_source FROM runs") == [
+        (1.0, 3.0, 2.4, "config")]
+    assert q(db, "SELECT count(*), count(*) FILTER (WHERE is_correct) FROM outcomes") == [(8, 3)]
+    at.run()
+    assert not at.exception and not at.error
+    assert any("load ratings.jsonl with rated=1:3 — done" in s.value.replace("\\", "") for s in at.success)
+
+
+def test_a_load_that_needs_a_main_metric_gets_a_field_for_it(root):
+    numbers = {0: {"match": {"value": "C"}}, 1: {"match": {"value": "I"}}}
+    inspect_log(root / "grid.eval", "grid", ["G:50.0 : T:100.0", "G:0.0 : T:50.0"], extra_scores=numbers)
+    at = load("grid.eval")
+    finished_jobs(expect_failure=True)
+    at.run()
+    (error,) = [e.value.replace("\\", "") for e in at.error]  # as it reads on screen
+    assert error.startswith("load grid.eval — failed (exit 2): no verdicts from scores that are not numbers")
+    assert 'e.g. "G:50.0 : T:100.0". Judge on another scorer with --main-metric grid=NAME' in error
+    field = next(t for t in at.text_input if t.label == "grid: the metric that decides pass/fail")
+    field.input("match")
+    next(b for b in at.button if b.label == "Load again with these settings").click()
+    at.run()
+    finished_jobs(expect_failure=False)
+    db = Path(os.environ["FAULTLINE_DB"])
+    assert q(db, "SELECT main_metric, count(*), count(*) FILTER (WHERE is_correct) FROM runs JOIN outcomes "
+                 "USING (run_id) GROUP BY 1") == [("match", 2, 1)]
+
+
+def test_a_refusal_asks_for_the_flags_its_message_names_whatever_the_dataset_is_called():
+    from core.errors import Ask
+    from core.verdicts import refusal
+
+    names = ["rated", "my data", "it's", 'say "hi"', "a=b", "--scale 'x=LOW:HIGH'"]
+    error = refusal([(n, "score", "x.jsonl", "why") for n in names])
+    assert error.asks == [Ask(f, n, p) for n in names for f, p in (("--scale", "LOW:HIGH"), ("--pass-threshold", "X"))]
+    # the message names each one as the user types it
+    assert all(ask.typed in error.message for ask in error.asks)
+
+
+def test_a_job_reads_its_asks_from_its_result_file_and_none_from_a_job_killed_before_it_wrote_one(tmp_path):
+    import subprocess
+    import sys
+
+    from core.errors import Ask
+    from core.result import CommandResult
+    from ui.jobs import Job, _result_file
+
+    log = tmp_path / "job.log"
+    log.write_text("ingest  30%|███\rreading rated.jsonl\n")
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    job = Job("load", ["ingest"], log, proc)
+    written = {"exit_code": -9, "error": "why", "asks": [{"flag": "--scale", "dataset": "rated", "placeholder": "LOW:HIGH"}]}
+    _result_file(log).write_text(json.dumps(written))
+    assert job.result() is None  # running: what it will say is not said yet
+    proc.kill()
+    proc.wait()
+    assert job.result() == CommandResult(-9, "why", (Ask("--scale", "rated", "LOW:HIGH"),))
+    assert job.asks() == (Ask("--scale", "rated", "LOW:HIGH"),)
+    # killed before it wrote one (or a file that is not one): no asks, and its log's last line says why
+    for text in (None, "{", json.dumps({**written, "asks": [{"flag": "--scale"}]})):
+        _result_file(log).unlink(missing_ok=True)
+        if text is not None:
+            _result_file(log).write_text(text)
+        assert job.result() is None and job.asks() == ()
+    assert job.problem() == "reading rated.jsonl"
+
+
+def test_a_failed_job_says_its_whole_error(tmp_path):
+    from ui.jobs import Job
+
+    log = tmp_path / "job.log"
+    log.write_text("ingest  30%|███\rprogress\nerror: no verdicts without a scale:\n  rated: why. Give --scale rated=LOW:HIGH\n"
+                   "  other: why\nafter\n")
+    job = Job("load", [], log, proc=None)
+    assert job.problem() == "no verdicts without a scale:\n  rated: why. Give --scale rated=LOW:HIGH\n  other: why"
