@@ -6,6 +6,7 @@ import streamlit as st
 
 import stats
 import ui
+from core.counts import ANALYSED, LABELLED, LOADED_FAILURES, PREDICTIONS, UNDER_THRESHOLD
 from stats import fmt
 from stats.leaderboard import leaderboards
 from store import queries as q
@@ -21,17 +22,14 @@ f = ui.sidebar_filters()
 # what is stored, every split: the split filter applies to the accuracy and analyses below
 inv = ui.load(q.inventory, models=f.models, datasets=f.datasets, domains=f.domains)
 opts = ui.load(q.filter_options)
-cols = st.columns(6)
-# every count here says its rule: this one is every split as judged at ingest, the analysis's below
-# is the main split under the analysis threshold (three right numbers read as one wrong one)
-RULES = {"Predictions": "every prediction of every split, reruns included",
-         "Failures": "every split, as judged when the logs were loaded (each run's stored verdicts), reruns "
-                     "included; the analysis below counts the main split's latest outcomes under the "
-                     "analysis threshold"}
-for col, (label, value) in zip(cols, [("Runs", inv["runs"]), ("Models", inv["models"]),
-                                      ("Datasets", inv["datasets"]), ("Domains", inv["domains"]),
-                                      ("Predictions", inv["predictions"]), ("Failures", inv["failures"])]):
-    col.metric(label, fmt.count(value), help=RULES.get(label))
+cols = st.columns([1, 1, 1, 1, 1.6, 1.6])  # the two counts' names are longer: whole at 1280 px
+# every count here says its rule (core/counts.py): the header's is every split as loaded, the
+# analysis's below the main split under the analysis threshold (three right numbers read as one wrong one)
+for col, (label, value, count) in zip(cols, [
+        ("Runs", inv["runs"], None), ("Models", inv["models"], None), ("Datasets", inv["datasets"], None),
+        ("Domains", inv["domains"], None), (PREDICTIONS.label, inv["predictions"], PREDICTIONS),
+        (LOADED_FAILURES.label, inv["failures"], LOADED_FAILURES)]):
+    col.metric(label, fmt.count(value), help=count and count.rule)
 scope = "under these filters" if f.params() else "loaded"
 st.caption(f"Counts {scope} (every split). Formats: {md(inv['formats'] or '—')}. "
            f"Infrastructure errors (kept apart from model failures): {fmt.count(inv['infra_errors'])}.")
@@ -81,10 +79,10 @@ if found.is_empty():
 else:
     failed = int(acc["failures"].sum()) if not acc.is_empty() else 0
     top = found.row(0, named=True)
-    st.markdown(f"**{fmt.count(top['analysed'])}** of {fmt.count(failed)} failures analysed by "
-                f"**{md(top['analyst'])}** ({fmt.count(top['classified'])} classified). Failures here: the "
-                "latest outcome of each question on each run's main split, under the analysis threshold "
-                "(the header above counts every split as loaded).")
+    st.markdown(f"**{fmt.count(top['analysed'])}** {ANALYSED.name} of {fmt.count(failed)} "
+                f"{UNDER_THRESHOLD.name}, by **{md(top['analyst'])}**; {fmt.count(top['classified'])} "
+                f"{LABELLED.name}.", help="; ".join(f"{c.label}: {c.rule}" for c in (UNDER_THRESHOLD, ANALYSED, LABELLED))
+                + f". The header above counts {LOADED_FAILURES.name}.")
     ui.moved_threshold_note(f)
     show_table(found, name="analysts", hide_index=True, column_config=columns.config(found.columns))
     ui.offline_caveat(top["analyst"])
@@ -93,7 +91,7 @@ else:
     labelled = int(sig["count"].sum()) if sig.height else 0
     if labelled and hard >= 0.5 * labelled:
         st.warning(
-            f"{md(top['analyst'])} could only file {fmt.count(hard)} of {fmt.count(labelled)} failures "
+            f"{md(top['analyst'])} could only file {fmt.count(hard)} of {fmt.count(labelled)} {LABELLED.name} "
             "under **Hard to Analyze**: their outputs carry no visible cause (bare answers such as "
             "an option letter, or a wrong answer with no working). Logs with the models' reasoning "
             "(chain-of-thought runs), or an LLM analyst (python -m taxonomy analyze --analyst "

@@ -3,7 +3,8 @@
 `errors` (the errors a user reads), `records` (what a source makes of a log: runs, instances,
 predictions, steps), `schema` (the loaded tables' columns, declared once), `verdicts` (how a
 prediction passes or fails), `names`, `times`, `numbers` (text read as numbers, one rule),
-`significance` (the tests behind every comparison), `result` (what a command hands the app).
+`significance` (the tests behind every comparison), `result` (what a command hands the app),
+`counts` (the glossary of counts every surface shows), `flags` (KEY=VALUE flag values, read one way).
 Only the light ones are imported here: `schema` needs pyarrow and `significance` scipy.
 """
 

@@ -28,13 +28,13 @@ class Ask:
     """A per-dataset flag an error asks the user to give (the app offers a field for each)."""
 
     flag: str  # --scale, --pass-threshold, --main-metric, --map
-    dataset: str  # what KEY= names: the dataset (--scale, --pass-threshold, --main-metric), or the field (--map)
+    key: str  # what KEY= names: the dataset (--scale, --pass-threshold, --main-metric), or the field (--map)
     placeholder: str  # LOW:HIGH, X, NAME, SCORER/FIELD
 
     @property
     def typed(self) -> str:
         """The flag as the user would type it in a shell (dataset names may hold spaces)."""
-        return f"{self.flag} {shlex.quote(f'{self.dataset}={self.placeholder}')}"
+        return f"{self.flag} {shlex.quote(f'{self.key}={self.placeholder}')}"
 
 
 class SettingsNeeded(IngestError):

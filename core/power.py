@@ -34,16 +34,32 @@ from .significance import ALPHA
 POWER = 0.8
 
 
-@functools.lru_cache(maxsize=64)
-def _rejection_counts(n: int) -> np.ndarray:
-    """Per number of discordant pairs D = 0..n: the largest k with two-sided exact p ≤ ALPHA when
-    one side has k of D (the test rejects at k ≤ c or k ≥ D − c); −1 where no split of D can
-    reject. Cached by n: a ladder's MDEs and each MDE's bisection ask for the same n again."""
-    d = np.arange(n + 1)
+# rejection counts are computed and cached in blocks of this many D, wherever an n's D fall
+_BLOCK = 1024
+
+
+@functools.lru_cache(maxsize=1024)
+def _rejection_block(start: int) -> np.ndarray:
+    """The rejection counts of D = start .. start + _BLOCK − 1 (see `_rejection_counts`)."""
+    d = np.arange(start, start + _BLOCK)
     c = _st.binom.ppf(ALPHA / 2, d, 0.5)
     c = np.where(2 * _st.binom.cdf(c, d, 0.5) <= ALPHA, c, c - 1).astype(np.int64)
     c.setflags(write=False)
     return c
+
+
+def _rejection_counts(d: np.ndarray) -> np.ndarray:
+    """Per number of discordant pairs D in `d` (ascending): the largest k with two-sided exact
+    p ≤ ALPHA when one side has k of D (the test rejects at k ≤ c or k ≥ D − c); −1 where no split
+    of D can reject. A D's count does not depend on n, so they are cached by blocks of D, and only
+    the blocks holding the D that carry probability are computed: on 90,000 pairs scipy's
+    binomial ppf over every D from 0 took 0.4 s, over the few thousand kept 0.02 s, and the MDEs
+    of a leaderboard's or a comparison's pairs of similar size share their blocks."""
+    if not len(d):
+        return np.zeros(0, dtype=np.int64)
+    first, last = int(d[0]) // _BLOCK, int(d[-1]) // _BLOCK
+    blocks = np.concatenate([_rejection_block(k * _BLOCK) for k in range(first, last + 1)])
+    return blocks[d - first * _BLOCK]
 
 
 def _discordant_counts(n: int, discordance: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -52,7 +68,7 @@ def _discordant_counts(n: int, discordance: float) -> tuple[np.ndarray, np.ndarr
     d = np.arange(n + 1)
     pmf = _st.binom.pmf(d, n, discordance)
     keep = pmf > 1e-16
-    return d[keep], _rejection_counts(n)[keep], pmf[keep]
+    return d[keep], _rejection_counts(d[keep]), pmf[keep]
 
 
 def _power(parts: tuple[np.ndarray, np.ndarray, np.ndarray], discordance: float, diff: float) -> float:

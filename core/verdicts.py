@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from .errors import Ask, IngestError, SettingsNeeded
+from .flags import assignment
 from .numbers import NumberError, decimal_number
 
 FALLBACK_METRICS = (
@@ -232,13 +233,13 @@ class PassConfig:
         if config_file:
             raw, aliases = _parse_config_file(*config_file)
         for item in thresholds:
-            dataset, value = _split_assignment(item, "--pass-threshold")
+            dataset, value = assignment(item, "--pass-threshold", "DATASET=VALUE", every="*")
             raw.setdefault(dataset, {})["pass_threshold"] = _number(value, f"--pass-threshold {item}")
         for item in metrics:
-            dataset, value = _split_assignment(item, "--main-metric")
+            dataset, value = assignment(item, "--main-metric", "DATASET=VALUE", every="*")
             raw.setdefault(dataset, {})["main_metric"] = value
         for item in scales:
-            dataset, value = _split_assignment(item, "--scale")
+            dataset, value = assignment(item, "--scale", "DATASET=VALUE", every="*")
             low, sep, high = value.partition(":")
             if not sep:
                 raise IngestError(f"--scale {item}: expected DATASET=LOW:HIGH (e.g. --scale ratings=1:3)")
@@ -264,15 +265,6 @@ def _scale(pair: tuple[float, float], where: str) -> tuple[float, float]:
     if not pair[0] < pair[1]:
         raise IngestError(f"{where}: the lowest score must be below the highest")
     return pair
-
-
-def _split_assignment(item: str, flag: str) -> tuple[str, str]:
-    if "=" in item:
-        dataset, value = item.split("=", 1)
-        if not dataset or not value:
-            raise IngestError(f"{flag} {item}: expected DATASET=VALUE or VALUE")
-        return dataset, value
-    return "*", item
 
 
 CONFIG_KEYS = {"main_metric", "pass_threshold", "scale"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from core.flags import assignments
 from core.names import control_character, visible_output
 from core.result import RESULT_FILE, CommandResult, write_result
 from core.verdicts import PassConfig
@@ -107,16 +108,6 @@ def build_parser() -> argparse.ArgumentParser:
              "another metric than the headline (the runs are still stored)",
     )
     return p
-
-
-def _column_map(items: list[str]) -> dict[str, str]:
-    out = {}
-    for item in items:
-        field, sep, column = item.partition("=")
-        if not sep or not field or not column:
-            raise IngestError(f"--map {item}: expected FIELD=COLUMN")
-        out[field] = column
-    return out
 
 
 def build_export_parser() -> argparse.ArgumentParser:
@@ -230,7 +221,7 @@ def _main(argv: list[str] | None = None) -> int:
             pass_config=PassConfig.build(args.pass_threshold, args.main_metric, read_config(args.config), args.scale),
             dataset=args.dataset,
             model=args.model,
-            column_map=_column_map(args.map),
+            column_map=assignments(args.map, "--map", "FIELD=COLUMN", example="output=answer"),
             cluster_fields=parse_clusters(args.cluster),
             only_under=tuple(args.only_under),
             verdicts=tuple(args.verdicts),

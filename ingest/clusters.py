@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from core.errors import IngestError
+from core.flags import assignments
 from core.numbers import shown
 
 from .options import ReadOptions
@@ -15,14 +16,8 @@ from .options import ReadOptions
 
 def parse(items: list[str]) -> dict[str, str]:
     """--cluster values as {dataset: field}; `*` for every dataset."""
-    out: dict[str, str] = {}
-    for item in items:
-        dataset, sep, field = item.partition("=")
-        if not sep or not dataset.strip() or not field.strip():
-            raise IngestError(f"--cluster {shown(item)}: expected DATASET=FIELD, e.g. squad=title (or *=FIELD "
-                              "for every dataset)")
-        out[dataset.strip()] = field.strip()
-    return out
+    return {dataset.strip(): field.strip() for dataset, field in
+            assignments(items, "--cluster", "DATASET=FIELD", example="squad=title (or *=FIELD for every dataset)").items()}
 
 
 def field_for(options: ReadOptions, dataset: str | None, dataset_raw: str | None = None) -> str | None:

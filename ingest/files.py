@@ -17,6 +17,7 @@ from typing import Iterable
 
 from .errors import IngestError
 from .limits import ENV, Limits, human
+from .scan import current as current_scan
 
 _KINDS = (
     (stat.S_ISFIFO, "a FIFO (named pipe)"),
@@ -156,20 +157,9 @@ def open_text(path: Path, limits: Limits | None = None, encoding: str = "utf-8",
     return open(fd, encoding=encoding, newline=newline)
 
 
-# Heads read while a command recognises its inputs (ingest/walk.py `scanning`): each file is opened
-# once however many readers look at it. path -> (bytes, whether they are the whole file)
-_heads: dict[str, tuple[bytes, bool]] | None = None
+# While a command recognises its inputs (ingest/scan.py `scanning`), each file is opened once
+# however many readers look at it: its head is read this far, and what `holds` found is kept
 HEAD_READ = 64 * 1024
-
-
-def remember_heads(on: bool) -> None:
-    global _heads, _found
-    _heads = {} if on else None
-    _found = {} if on else None
-
-
-# What `holds` found while a command recognises its inputs: (path, needles, cap) -> found
-_found: dict[tuple, frozenset[bytes]] | None = None
 SCAN_CHUNK = 1 << 20
 
 
@@ -178,8 +168,9 @@ def holds(path: Path, needles: tuple[bytes, ...], cap: int) -> frozenset[bytes]:
     (a format's telling keys can lie past its head, after a long first field); the scan stops once
     every needle is found. Empty when the file is not one or cannot be read."""
     key = (str(path), needles, cap)
-    if _found is not None and key in _found:
-        return _found[key]
+    scan = current_scan()
+    if scan is not None and key in scan.found:
+        return scan.found[key]
     found: set[bytes] = set()
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
@@ -198,25 +189,26 @@ def holds(path: Path, needles: tuple[bytes, ...], cap: int) -> frozenset[bytes]:
         pass
     finally:
         os.close(fd)
-    if _found is not None:
-        _found[key] = frozenset(found)
+    if scan is not None:
+        scan.found[key] = frozenset(found)
     return frozenset(found)
 
 
 def head(path: Path, size: int) -> bytes | None:
     """Up to `size` first bytes of a regular file, for recognising its format; None when it is
     not one or cannot be read (a FIFO is never waited on)."""
-    if _heads is None:
+    scan = current_scan()
+    if scan is None:
         return _head(path, size)
     key = str(path)
-    known = _heads.get(key)
+    known = scan.heads.get(key)
     if known is not None and (known[1] or len(known[0]) >= size):
         return known[0][:size]
     want = max(size, HEAD_READ)
     raw = _head(path, want)
     if raw is None:
         return None
-    _heads[key] = (raw, len(raw) < want)
+    scan.heads[key] = (raw, len(raw) < want)
     return raw[:size]
 
 

@@ -38,8 +38,9 @@ from .limits import human, parse_size
 from .options import ReadOptions
 from .registry import by_name, choose
 from .report import IngestSummary, RunNote, resolve_pending, skipped_files, skipped_lines
+from .scan import scanning
 from .source import Source
-from .walk import scanning, total_size
+from .walk import total_size
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import os
 import re
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
 from . import files as _files
+from . import scan as _scan
 from .errors import IngestError
 
 # folders of tools, never logs: passed over without a word (other hidden folders are named)
@@ -54,39 +54,19 @@ def _unreadable(exc: OSError) -> None:
     raise IngestError(f"{exc.filename}: cannot read this folder: {exc.strerror or exc}")
 
 
-# While a command reads its inputs (`scanning`), each folder is walked once: format detection, run
-# discovery, the readers and the list of skipped files all read the same listing.
-_listings: dict | None = None
-
-
-@contextmanager
-def scanning():
-    """Walk each folder once for the duration of the block (and read each file's head once)."""
-    global _listings
-    outer = _listings
-    if outer is None:
-        _listings = {}
-        _files.remember_heads(True)
-    try:
-        yield
-    finally:
-        if outer is None:
-            _listings = None
-            _files.remember_heads(False)
-
-
 def _folders(path: Path, refused: list[tuple[Path, str]] | None = None) -> Iterator[tuple[Path, list[str]]]:
     """(folder, its file names) at any depth below `path`, in a stable order, skipping tool
     folders; a HELM run folder is a leaf (its subfolders are never logs of their own).
     Hidden folders and folders outside the data roots are not entered; `refused` collects them,
     each with the reason."""
-    if _listings is None:
+    scan = _scan.current()
+    if scan is None:
         return _walk(path, refused)
     key = (str(path), _files.roots())
-    if key not in _listings:
+    if key not in scan.listings:
         found: list[tuple[Path, str]] = []
-        _listings[key] = (list(_walk(path, found)), found)
-    listing, outside = _listings[key]
+        scan.listings[key] = (list(_walk(path, found)), found)
+    listing, outside = scan.listings[key]
     if refused is not None:
         refused.extend(outside)
     return iter(listing)

@@ -17,6 +17,7 @@ import duckdb
 import polars as pl
 
 import store
+from core.counts import ANALYSED, LABELLED, LOADED_FAILURES, PREDICTIONS, UNDER_THRESHOLD, definitions
 from core.numbers import NumberError, shown, whole_number
 from stats import fmt
 from stats.agents import agent_compare, compare_json
@@ -200,10 +201,11 @@ def loaded(con, s: Settings, limit: int = 200, cursor: str | None = None) -> Ans
                                          "failures", "infra_errors")},
         "splits": q.filter_options(con)["splits"],
         "definitions": {
-            "store": "counts over every split; failures = model failures (infrastructure errors apart)",
+            **{f"store.{k}": v for k, v in definitions(PREDICTIONS, LOADED_FAILURES).items()},
             "questions/outcomes/failed": "scored outcomes in each run's main split, a model's latest per question "
                                          "(outcomes = model x question)",
-            "analysts": "who analysed failures; categories = the error types their labels use",
+            **{f"analysts.{k}": v for k, v in definitions(ANALYSED, LABELLED).items()},
+            "analysts.categories": "the error types their labels use",
         },
     }
     return Answer(head=head, link=s.link("", {}), rows_key=SECTIONS, rows=rows[offset:offset + limit],
@@ -241,9 +243,7 @@ def results(con, s: Settings, models=None, datasets=None, domains=None, split: s
             "n": "scored questions (a model's latest outcome on each)",
             "harness_number": "the harness's own headline in its own metric and scale (a pass rate, or a mean "
                               "score such as a 1-5 jury mean or an F1), with its 95% interval and how it was made",
-            "failures": "predictions failing under the analysis threshold (the ones failure analysis reads); "
-                        "for a 0/1 metric the harness's own verdicts, for a continuous metric a line on the score "
-                        "(analysis_rule), never the harness's number",
+            **definitions(UNDER_THRESHOLD),  # (analysis_rule: the line on a continuous score; never the harness's number)
             "failure_rate_ci": "two-sided 95% Wilson interval",
         },
     }
@@ -394,7 +394,8 @@ def failures(con, s: Settings, category: str | None = None, models=None, dataset
         "by_category": [{k: v for k, v in e.items() if k != "models" or e["category"] == category}
                         for e in ranked],
         "definitions": {
-            "failures": "failed latest outcomes this analyst labelled, ordered by category, model, dataset, question",
+            "failures": f"{LABELLED.name} of this analyst ({LABELLED.rule}), ordered by category, model, dataset, "
+                        "question",
             "evidence": "the analyst's criteria the answer missed; quote_in_output = the quote occurs verbatim "
                         "in the model's output (false: the analyst paraphrased)",
             "error_type": "false for Other, Hard to Analyze and No Model Error: labels, not error types",

@@ -7,6 +7,7 @@ import ui.preload  # noqa: F401  (first: the heavy libraries once, in one order;
 
 import math
 
+import polars as pl
 import streamlit as st
 
 import stats
@@ -149,19 +150,26 @@ if agent_runs is not None:
 st.subheader("Questions only one model fails")
 st.caption(comparison.rules_caption(rules))
 counts = {"only A fails": c.a_only_fail, "only B fails": c.b_only_fail}
-tabs = st.tabs([f"Only A fails ({fmt.count(c.a_only_fail)})", f"Only B fails ({fmt.count(c.b_only_fail)})"])
-for tab, (which, total) in zip(tabs, counts.items()):
-    with tab:
+tabs = dict(zip(counts, st.tabs([f"Only A fails ({fmt.count(c.a_only_fail)})",
+                                 f"Only B fails ({fmt.count(c.b_only_fail)})"])))
+pages = {}  # each side's page, its pager in its own tab
+for which, total in counts.items():
+    with tabs[which]:
         if total == 0:
             st.caption("None.")
             continue
-        pages = math.ceil(total / PAGE_SIZE)
+        last = math.ceil(total / PAGE_SIZE)
         key = "page_a" if which == "only A fails" else "page_b"
-        page = st.number_input(f"Page (of {pages:,}, {PAGE_SIZE} questions each)", 1, pages, 1,
-                               key=key) if pages > 1 else 1
-        rows = ui.load(q.discordant, a=a, b=b, analyst=analyst, datasets=f.datasets,
-                       domains=f.domains, split=f.split, thresholds=f.thresholds, which=which,
-                       limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
+        pages[which] = st.number_input(f"Page (of {last:,}, {PAGE_SIZE} questions each)", 1, last, 1,
+                                       key=key) if last > 1 else 1
+# both tabs' pages in one query: the pairing is most of its cost
+shown = ui.load(q.discordant_pages, a=a, b=b, analyst=analyst, datasets=f.datasets, domains=f.domains,
+                split=f.split, thresholds=f.thresholds, limit=PAGE_SIZE,
+                offset_a=(pages.get("only A fails", 1) - 1) * PAGE_SIZE,
+                offset_b=(pages.get("only B fails", 1) - 1) * PAGE_SIZE) if pages else None
+for which, page in pages.items():
+    with tabs[which]:
+        rows = shown.filter(pl.col("which") == which)
         links = [ui.page_url("instances", {"instance": f"{d}:{i}", "models": [a, b], "analyst": analyst,
                                            **({"threshold": f.params()["threshold"]} if f.thresholds else {})})
                  for d, i in rows.select("dataset", "instance_id").iter_rows()]
@@ -169,5 +177,5 @@ for tab, (which, total) in zip(tabs, counts.items()):
         show_table(view, name=f"compare-{which.replace(' ', '-')}", hide_index=True,
                    column_config=columns.discordant_config(view.columns, a, b))
         st.caption(f"Questions {(page - 1) * PAGE_SIZE + 1:,}–{(page - 1) * PAGE_SIZE + rows.height:,} "
-                   f"of {total:,}, by dataset and question id. For multiple choice, an output shows "
+                   f"of {counts[which]:,}, by dataset and question id. For multiple choice, an output shows "
                    "the option letter and its text; open a question (Details) to read its texts whole.")

@@ -6,6 +6,7 @@ import ui.preload  # noqa: F401  (first: the heavy libraries once, in one order;
 import streamlit as st
 
 import ui
+from core.counts import LOADED_FAILURES, PREDICTIONS
 from store import queries as q
 from stats import fmt
 from ui import columns
@@ -15,9 +16,10 @@ ui.configure_page("pages/data.py", "Data loaded")
 ui.require_data()
 f = ui.sidebar_filters()
 runs = ui.load(q.runs, models=f.models, datasets=f.datasets, domains=f.domains)
-st.write(f"{fmt.plural(runs.height, 'run')}, {fmt.plural(int(runs['n_predictions'].sum()), 'prediction')}, "
-         f"{fmt.plural(int(runs['n_failures'].sum()), 'failure')}, "
-         f"{fmt.plural(int(runs['n_infra_errors'].sum()), 'infrastructure error')}.")
+st.markdown(f"{fmt.plural(runs.height, 'run')}, {fmt.count(int(runs['n_predictions'].sum()))} {PREDICTIONS.name}, "
+            f"{fmt.count(int(runs['n_failures'].sum()))} {LOADED_FAILURES.name}, "
+            f"{fmt.plural(int(runs['n_infra_errors'].sum()), 'infrastructure error')}.",
+            help=f"{PREDICTIONS.label}: {PREDICTIONS.rule}. {LOADED_FAILURES.label}: {LOADED_FAILURES.rule}.")
 checked = runs.filter(runs["harness_agrees"].is_not_null())
 differ = checked.filter(~checked["harness_agrees"])
 if checked.height:

@@ -22,7 +22,7 @@ if analyst is None:
     ui.no_analyses()
 sig = ui.load(stats.signature, analyst=analyst, **f.kwargs())
 if sig.is_empty():
-    st.info("No failures classified by this analyst match these filters.")
+    st.info("No labelled failures of this analyst match these filters.")
     st.stop()
 ui.offline_caveat(analyst)
 errors, apart = columns.split_error_types(sig)

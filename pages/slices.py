@@ -24,7 +24,11 @@ models = sorted(set().union(*(set(sl["model"]) for sl in slices.values())))
 # one model at a time: side-by-side panels of 57 subjects × 20 categories were unreadable, and
 # drawing every model's heatmaps (as tabs do) costs seconds at ten models
 warn_unknown("model", "model", models)
-model = st.selectbox("Model", models, format_func=visible, **seed_one("model", models, models[0])) if models else None
+# it opens on the model with most failures under an error type: one whose every label is Hard to
+# Analyze has no slice to show
+model = st.selectbox("Model", models, format_func=visible,
+                     **seed_one("model", models, stats.most_typed_model(slices["dataset"]) or models[0])
+                     ) if models else None
 ui.offline_caveat(analyst)
 for by, label in (("dataset", "By dataset"), ("domain", "By domain (e.g. MMLU subject)")):
     st.subheader(label)
@@ -37,7 +41,7 @@ for by, label in (("dataset", "By dataset"), ("domain", "By domain (e.g. MMLU su
             ui.rules_caption(results)
     errors, apart = columns.split_error_types(slices[by].filter(slices[by]["model"] == model))
     if errors.is_empty() and apart.is_empty():
-        st.info("No failures classified by this analyst match these filters.")
+        st.info("No labelled failures of this analyst match these filters.")
         continue
     if errors.is_empty():
         st.info(f"No failure of this model has an error type in any {by}; only labels that are "

@@ -40,13 +40,13 @@ if analyst is None:
 ui.offline_caveat(analyst)
 tree = ui.load(q.taxonomy_tree, analyst=analyst, **f.kwargs())
 if tree.is_empty():
-    st.info("No failures classified by this analyst match these filters.")
+    st.info("No labelled failures of this analyst match these filters.")
     st.stop()
 
 st.subheader("Categories")
 by_category = columns.error_types_last(
     tree.pivot(on="model", index="category", values="count", aggregate_function="sum"))
-st.caption("Classified failures per category and model. Other, Hard to Analyze, No Model Error and "
+st.caption("Labelled failures per category and model. Other, Hard to Analyze, No Model Error and "
            "Environment Failure are not error types: listed last, counted apart and never tested.")
 show_table(by_category.fill_null(0), name="categories-by-model", hide_index=True, column_config={"category": "Category"})
 

@@ -3,7 +3,7 @@
 from .agents import agent_compare, agent_sides
 from .compare import CategoryResult, Comparison, compare, pick_analyst, regressions, verdict
 from .headline import accuracy_rows, dataset_rules, model_accuracy, unequal_questions
-from .signatures import signature
+from .signatures import most_typed_model, signature
 from core.significance import (ALPHA, bh, errormap_check, fisher, mcnemar_can_decide, mcnemar_exact,
                     share_difference_ci, wilson)
 
@@ -22,6 +22,7 @@ __all__ = [
     "mcnemar_can_decide",
     "mcnemar_exact",
     "model_accuracy",
+    "most_typed_model",
     "pick_analyst",
     "regressions",
     "share_difference_ci",

@@ -12,6 +12,7 @@ from pathlib import Path
 import duckdb
 
 import store
+from core.counts import UNDER_THRESHOLD
 from core.names import json_visible, visible_output
 from core.numbers import arg_type, whole_number
 from store import FaultlineError
@@ -240,7 +241,7 @@ def _accuracy(args) -> int:
         print(json_visible(json.dumps(rows, indent=2, ensure_ascii=False)))
     else:
         _table(["model", "dataset", "split", "n", "harness's number", "95% CI", "interval",
-                "failures under the analysis threshold"],
+                UNDER_THRESHOLD.name],
                [[r["model"], r["dataset"], r["split"] or "-", fmt.count(r["n"]), headline_text(r),
                  headline_interval_text(r), r["headline_interval"] or "-",
                  f"{fmt.count(r['failures'])} ({fmt.pct(r['failure_rate'])})" if is_continuous(r) else "same number"]
@@ -257,8 +258,8 @@ def _accuracy(args) -> int:
     continuous = sum(1 for r in rows if is_continuous(r))
     print(f"accuracy of {acc['model'].n_unique()} models on {acc['dataset'].n_unique()} datasets "
           f"({which}): {len(rows)} rows, {int(acc['n'].sum()) if rows else 0} scored predictions"
-          + (f", {continuous} on a continuous metric (mean score; failures under the analysis threshold "
-             "apart)" if continuous else ""),
+          + (f", {continuous} on a continuous metric (mean score; {UNDER_THRESHOLD.name} apart)"
+             if continuous else ""),
           file=sys.stderr if args.json else sys.stdout)
     return 0
 
@@ -302,7 +303,7 @@ def _print_table(result) -> None:
     for line in mix_lines(result):
         print(f"note: {line}")
     if not result.categories and not result.not_error_types:
-        print("No classified failures for these models: run `python -m taxonomy analyze` first.")
+        print("No labelled failures of these models: run `python -m taxonomy analyze` first.")
     elif result.categories:
         corrected = any(c.corrected_delta is not None for c in result.categories)
         header = ["category", "A n", "B n", "A share", "B share", "p_fisher", "q_bh", "p_paired",

@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 import polars as pl
 from tqdm import tqdm
 
+from core.counts import UNDER_THRESHOLD
 from core.names import visible
 from store import FaultlineError
 from store import queries as q
@@ -206,7 +207,7 @@ def _results(acc: pl.DataFrame) -> str:
                 f"{dataset}: the harness's number", f"{first['headline_of'] or 'headline'} with its 95% interval",
                 scale=scale, marker=None if rate or not continuous else continuous[0]["analysis_threshold"]))
         parts.append(_table(
-            ["model", "questions", "harness's number", "95% interval", "interval", "failures under the analysis threshold"],
+            ["model", "questions", "harness's number", "95% interval", "interval", UNDER_THRESHOLD.name],
             [[r["model"], fmt.count(r["n"]), headline_text(r), headline_interval_text(r),
               r["headline_interval"] or "–",
               f"{fmt.count(r['failures'])} ({fmt.pct(r['failure_rate'])}, 95% "

@@ -73,14 +73,17 @@ class Shares:
 
 def estimate(failures: pl.DataFrame, keys: list[str], draws: int = DRAWS, seed: int = SEED) -> Shares:
     """Shares per group (`keys`) from `failures`: one row per failure with `keys`, `category`
-    (the analyst's label, NULL: not analysed) and `people` (people's label, NULL: not reviewed).
+    (the analyst's label, NULL: not analysed) and `people` (people's label, NULL: not reviewed) —
+    or, with a column `failures`, one row per that many failures alike
+    (`store.calibration.failure_label_counts`).
 
     Rows: keys, SHARE_SCHEMA's columns, one per category either side used anywhere in the frame."""
     f = failures.filter(pl.col("category").is_not_null() | pl.col("people").is_not_null())
     cats = sorted(set(f["category"].drop_nulls().to_list()) | set(f["people"].drop_nulls().to_list()))
     k = len(cats)
     index = {c: i for i, c in enumerate(cats)}
-    counted = f.group_by(*keys, "category", "people").len()
+    grouped = f.group_by(*keys, "category", "people")
+    counted = grouped.agg(pl.col("failures").sum()) if "failures" in f.columns else grouped.len()
     groups = sorted({tuple(r) for r in counted.select(keys).iter_rows()},
                     key=lambda key: tuple("" if v is None else str(v) for v in key)) if keys else [()]
     where = {key: gi for gi, key in enumerate(groups)}

@@ -7,7 +7,7 @@ from dataclasses import replace
 import polars as pl
 
 from store import queries as q
-from store.calibration import failures_with_people
+from store.calibration import failure_label_counts, failures_with_people
 from taxonomy.catalog import NOT_ERROR_TYPES
 
 from .shares import FEW, METHOD_CORRECTED, METHOD_SAMPLING, Shares, estimate
@@ -23,7 +23,7 @@ def shares(con, analyst: str, models=None, datasets=None, domains=None, by: str 
     failures measure the analyst); only `models`' rows are kept."""
     if by not in (None, "dataset", "domain"):
         raise ValueError(f"cannot group by {by!r}")
-    failures = failures_with_people(con, analyst, None, datasets, domains, split=split, thresholds=thresholds)
+    failures = failure_label_counts(con, analyst, datasets, domains, by=by, split=split, thresholds=thresholds)
     if by:
         # a missing slice value is still a slice; name it so charts and tables keep it
         failures = failures.with_columns(pl.col(by).fill_null("(none)"))
@@ -80,3 +80,12 @@ def signature(con, analyst: str, models=None, datasets=None, domains=None,
         .select(*keys, *SIGNATURE_COLUMNS)
         .sort(*keys, "category")
     )
+
+
+def most_typed_model(sig: pl.DataFrame) -> str | None:
+    """The model of a signature with the most failures filed under an error type (the first by name
+    among equals); None when no failure has one."""
+    typed = sig.filter(pl.col("error_type")).group_by("model").agg(pl.col("count").sum().alias("n"))
+    if typed.is_empty():
+        return None
+    return typed.sort(["n", "model"], descending=[True, False])["model"][0]

@@ -60,7 +60,7 @@ def heatmap(rows: list[str], cols: list[str], cells: dict[tuple[str, str], tuple
                 body.append(f'<text x="{x + cw / 2 - 1:.0f}" y="{y + ch / 2 + 4:.0f}" text-anchor="middle" '
                             f'fill="{ink}">{pct(share)} ({count})</text>')
     body.append(f'<text x="{left}" y="{height - 18}" fill="#555">colour and text: share of the '
-                'row\'s classified failures (count in brackets)</text>')
+                'row\'s labelled failures (count in brackets)</text>')
     return _svg(width, height, body, title)
 
 

@@ -15,6 +15,18 @@ from typing import Iterable, Sequence
 import duckdb
 import pyarrow as pa
 
+from core.schema import (
+    ANALYSIS_COLUMNS,
+    ANALYSIS_STEP_COLUMNS,
+    CLASSIFICATION_COLUMNS,
+    FAILURE_LABEL_COLUMNS,
+    LATEST_LABEL_COLUMNS,
+    LLM_CACHE_COLUMNS,
+    LLM_CALL_COLUMNS,
+    TAXONOMY_COLUMNS,
+    VERIFICATION_COLUMNS,
+)
+
 from .writes import transaction
 
 
@@ -264,7 +276,8 @@ def recorded_taxonomy(con: duckdb.DuckDBPyConnection, version: str) -> str | Non
 def record_taxonomy(con: duckdb.DuckDBPyConnection, version: str, name: str, source: str, categories_json: str) -> None:
     with transaction(con):
         con.execute(
-            "INSERT INTO taxonomies VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            f"INSERT INTO taxonomies ({', '.join(TAXONOMY_COLUMNS)}) VALUES ({_marks(len(TAXONOMY_COLUMNS))}) "
+            "ON CONFLICT DO NOTHING",
             [version, name, source, categories_json, now()],
         )
 
@@ -273,11 +286,14 @@ def record_taxonomy(con: duckdb.DuckDBPyConnection, version: str, name: str, sou
 class Batch:
     """Rows that become durable together: a response's cache row with the results it produced."""
 
-    cache: list[tuple] = field(default_factory=list)  # (cache_key, model, prompt_version, response_text, prompt_tokens, completion_tokens)
-    calls: list[tuple] = field(default_factory=list)  # (cache_key, model, purpose, status, http_status, error, prompt_tokens, completion_tokens, cost_usd, latency_ms, created_at)
-    analyses: list[tuple] = field(default_factory=list)  # ANALYSIS_COLUMNS, in that order
-    classifications: list[tuple] = field(default_factory=list)  # (error_title, taxonomy_version, classifier, category, is_fallback, cache_key)
-    verifications: list[tuple] = field(default_factory=list)  # VERIFICATION_COLUMNS, in that order
+    # the rows as core.schema declares their columns: LLM_CACHE_COLUMNS (finish_reason may be left
+    # off), LLM_CALL_COLUMNS, ANALYSIS_COLUMNS (+ ANALYSIS_STEP_COLUMNS for a transcript's),
+    # CLASSIFICATION_COLUMNS and VERIFICATION_COLUMNS, each in that order
+    cache: list[tuple] = field(default_factory=list)
+    calls: list[tuple] = field(default_factory=list)
+    analyses: list[tuple] = field(default_factory=list)
+    classifications: list[tuple] = field(default_factory=list)
+    verifications: list[tuple] = field(default_factory=list)
 
     def extend(self, other: "Batch") -> None:
         self.cache += other.cache
@@ -290,24 +306,8 @@ class Batch:
         return bool(self.cache or self.calls or self.analyses or self.classifications or self.verifications)
 
 
-# An analysis row as `Batch.analyses` holds it; `no_model_error` is NULL for a model error, else
-# why the failure is not the model's fault; `context_note` says what was cut to fit the analyst's
-# context (NULL: nothing). `created_at` is added when the batch is written.
-ANALYSIS_COLUMNS = (
-    "run_id", "instance_id", "train_trial_index", "analyst", "prompt_version", "pair_hash",
-    "error_title", "error_summary", "required_criteria", "cache_key", "no_model_error", "context_note",
-)
-# A transcript's analysis row goes on with these (migration 021): the first decisive error's step,
-# agent and quote, the transcript's length, the segments read, and the category the analyst chose
-# itself with its taxonomy. A plain answer's row stops at context_note (they are NULL).
-STEP_COLUMNS = ("step_index", "step_agent", "step_quote", "n_steps", "segments_read", "category", "taxonomy_version")
 # The label of an analysis that found no model error: outside every taxonomy, never an error type.
 NO_MODEL_ERROR = "No Model Error"
-# A verdict of `taxonomy verify` as `Batch.verifications` holds it (`created_at` added when written).
-VERIFICATION_COLUMNS = (
-    "run_id", "instance_id", "train_trial_index", "analyst", "analysed_at", "verifier", "prompt_version",
-    "accepted", "reason", "cache_key",
-)
 
 
 def _insert(con: duckdb.DuckDBPyConnection, head: str, rows: list[tuple], tail: str = "") -> None:
@@ -350,32 +350,32 @@ def save_recovered(con: duckdb.DuckDBPyConnection, batch: Batch) -> int:
     return len({r[0] for r in cache})
 
 
+def _columns(*names: str) -> str:
+    return f"({', '.join(names)})"
+
+
 def _insert_batch(con: duckdb.DuckDBPyConnection, batch: Batch, ts: datetime) -> None:
     # a key already present holds an answer the current validation rejected (else it would
     # have been served from the cache): the new, valid answer replaces it
-    # a cache row is (key, model, prompt version, text, prompt tokens, completion tokens[, finish
-    # reason]): the finish reason is given only for an answer cut off at max_tokens
+    # a cache row may leave off its last column, the finish reason (given only for an answer cut
+    # off at max_tokens)
+    width = len(LLM_CACHE_COLUMNS)
     _insert(
-        con, "INSERT INTO llm_cache (cache_key, model, prompt_version, response_text, prompt_tokens, "
-             "completion_tokens, finish_reason, created_at)",
-        [(*row[:6], row[6] if len(row) > 6 else None, ts) for row in {r[0]: r for r in batch.cache}.values()],
+        con, f"INSERT INTO llm_cache {_columns(*LLM_CACHE_COLUMNS, 'created_at')}",
+        [(*row, *[None] * (width - len(row)), ts) for row in {r[0]: r for r in batch.cache}.values()],
         "ON CONFLICT (cache_key) DO UPDATE SET response_text = EXCLUDED.response_text, "
         "prompt_tokens = EXCLUDED.prompt_tokens, completion_tokens = EXCLUDED.completion_tokens, "
         "finish_reason = EXCLUDED.finish_reason, created_at = EXCLUDED.created_at",
     )
     # a call row carries its own time (when its answer or error arrived), so that a journaled
     # call can be recognised once stored
-    _insert(
-        con,
-        """INSERT INTO llm_calls (cache_key, model, purpose, status, http_status, error,
-               prompt_tokens, completion_tokens, cost_usd, latency_ms, created_at)""",
-        batch.calls,
-    )
-    width = len(ANALYSIS_COLUMNS) + len(STEP_COLUMNS)
-    _insert(con, f"INSERT INTO analyses ({', '.join(ANALYSIS_COLUMNS + STEP_COLUMNS)}, created_at)",
+    _insert(con, f"INSERT INTO llm_calls {_columns(*LLM_CALL_COLUMNS)}", batch.calls)
+    width = len(ANALYSIS_COLUMNS) + len(ANALYSIS_STEP_COLUMNS)
+    _insert(con, f"INSERT INTO analyses {_columns(*ANALYSIS_COLUMNS, *ANALYSIS_STEP_COLUMNS, 'created_at')}",
             [(*row, *[None] * (width - len(row)), ts) for row in batch.analyses])
-    _insert(con, "INSERT INTO classifications", [(*row, ts) for row in batch.classifications])
-    _insert(con, f"INSERT INTO verifications ({', '.join(VERIFICATION_COLUMNS)}, created_at)",
+    _insert(con, f"INSERT INTO classifications {_columns(*CLASSIFICATION_COLUMNS, 'created_at')}",
+            [(*row, ts) for row in batch.classifications])
+    _insert(con, f"INSERT INTO verifications {_columns(*VERIFICATION_COLUMNS, 'created_at')}",
             [(*row, ts) for row in batch.verifications])
     if batch.analyses or batch.classifications:
         refresh_labels(con, [row[:4] for row in batch.analyses], [row[0] for row in batch.classifications])
@@ -387,12 +387,11 @@ def _insert_batch(con: duckdb.DuckDBPyConnection, batch: Batch, ts: datetime) ->
 # the title's latest classification. An analysis that found no model error is labelled
 # NO_MODEL_ERROR whatever its title's classification. `{keys}` narrows the analyses to the
 # (run_id, instance_id, train_trial_index, analyst) keys being refreshed.
-_LABELS = """
-    INSERT INTO failure_labels (run_id, instance_id, train_trial_index, analyst, error_title,
-        error_summary, analysed_at, category, taxonomy_version, classifier, no_model_error)
+_LABELS = f"""
+    INSERT INTO failure_labels {_columns(*FAILURE_LABEL_COLUMNS)}
     SELECT * FROM (
         WITH latest_analysis AS (
-            SELECT a.* FROM analyses a {keys}
+            SELECT a.* FROM analyses a {{keys}}
             QUALIFY row_number() OVER (
                 PARTITION BY a.run_id, a.instance_id, a.train_trial_index, a.analyst
                 ORDER BY a.created_at DESC) = 1
@@ -409,7 +408,7 @@ _LABELS = """
         )
         SELECT a.run_id, a.instance_id, a.train_trial_index, a.analyst, a.error_title,
                a.error_summary, a.created_at AS analysed_at,
-               CASE WHEN a.no_model_error IS NOT NULL THEN '""" + NO_MODEL_ERROR + """'
+               CASE WHEN a.no_model_error IS NOT NULL THEN '{NO_MODEL_ERROR}'
                     WHEN a.category IS NOT NULL THEN a.category ELSE t.category END,
                CASE WHEN a.category IS NOT NULL THEN a.taxonomy_version ELSE t.taxonomy_version END,
                CASE WHEN a.category IS NOT NULL THEN a.analyst ELSE t.classifier END, a.no_model_error
@@ -453,17 +452,15 @@ def refresh_labels(con: duckdb.DuckDBPyConnection, analysed: Sequence[tuple] | N
 
 
 # The label of each failed latest outcome, per analyst (migration 014); `{keys}` narrows it.
-_LATEST_LABELS = """
-    INSERT INTO latest_labels (model, model_name, dataset, domain, split, is_main_split,
-        instance_id, run_id, train_trial_index, analyst, error_title, category, taxonomy_version,
-        classifier, score)
+_LATEST_LABELS = f"""
+    INSERT INTO latest_labels {_columns(*LATEST_LABEL_COLUMNS)}
     SELECT o.model, o.model_name, o.dataset, o.domain, o.split, o.is_main_split, o.instance_id,
            o.run_id, o.train_trial_index, f.analyst, f.error_title, f.category, f.taxonomy_version,
            f.classifier, o.score
     FROM latest_outcomes o
     JOIN failure_labels f ON f.run_id = o.run_id AND f.instance_id = o.instance_id
                          AND f.train_trial_index = o.train_trial_index
-    {keys}
+    {{keys}}
     WHERE NOT o.is_correct
     ORDER BY o.model, o.dataset
 """

@@ -4,7 +4,10 @@ creates them, and a batch's answers, call records and status written in one tran
 from __future__ import annotations
 
 import json
+
 import duckdb
+
+from core.schema import LLM_BATCH_COLUMNS, LLM_CALL_COLUMNS
 
 from .analysis import Batch, _insert, _insert_batch, now
 
@@ -13,8 +16,7 @@ SUBMITTING, SUBMITTED, COLLECTED = "submitting", "submitted", "collected"
 
 def pending_batches(con: duckdb.DuckDBPyConnection) -> list[dict]:
     """Submissions not collected yet, oldest first: `requests` parsed."""
-    cols = ("submission_id", "batch_id", "input_file_id", "model", "provider", "api_base", "requests",
-            "n_requests", "reserved_usd", "status", "submitted_at")
+    cols = (*LLM_BATCH_COLUMNS, "batch_id")
     rows = con.execute(
         f"SELECT {', '.join(cols)} FROM llm_batches WHERE status <> ? ORDER BY submitted_at, submission_id",
         [COLLECTED],
@@ -30,8 +32,7 @@ def pending_batches(con: duckdb.DuckDBPyConnection) -> list[dict]:
 def record_submission(con: duckdb.DuckDBPyConnection, submission_id: str, input_file_id: str, model: str,
                       provider: str, api_base: str | None, requests: list[dict], reserved_usd: float | None) -> None:
     con.execute(
-        "INSERT INTO llm_batches (submission_id, input_file_id, model, provider, api_base, requests, n_requests, "
-        "reserved_usd, status, submitted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        f"INSERT INTO llm_batches ({', '.join(LLM_BATCH_COLUMNS)}) VALUES ({', '.join('?' * len(LLM_BATCH_COLUMNS))})",
         [submission_id, input_file_id, model, provider, api_base, json.dumps(requests), len(requests),
          reserved_usd, SUBMITTING, now()],
     )
@@ -62,8 +63,7 @@ def save_collection(con: duckdb.DuckDBPyConnection, submission_id: str, batch_id
         _insert_batch(con, Batch(cache=cache), ts)
         _insert(
             con,
-            """INSERT INTO llm_calls (cache_key, model, purpose, status, http_status, error, prompt_tokens,
-                   completion_tokens, cost_usd, latency_ms, created_at, batch_id)""",
+            f"INSERT INTO llm_calls ({', '.join(LLM_CALL_COLUMNS)}, batch_id)",
             [(*c, batch_id) for c in calls],
         )
         con.execute(

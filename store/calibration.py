@@ -14,6 +14,8 @@ from datetime import UTC, datetime
 import duckdb
 import polars as pl
 
+from core.schema import CALIBRATION_COLUMNS, REVIEW_SAMPLE_COLUMNS
+
 from .queries import MAIN_SPLIT, _latest_cte
 from .runs import model_key_sql
 from .writes import transaction
@@ -32,30 +34,52 @@ FAILURE_COLUMNS = ("model", "dataset", "domain", "run_id", "instance_id", "train
                    "category", "people")
 
 
-def failures_with_people(con: duckdb.DuckDBPyConnection, analyst: str, models=None, datasets=None,
-                         domains=None, split: str = MAIN_SPLIT,
-                         thresholds: dict[str, float] | None = None) -> pl.DataFrame:
-    """Every failure under the rule (latest outcomes that fail, judged by `thresholds`), with the
-    analyst's category (NULL: not analysed, or its title not classified yet), people's category
-    (NULL: no one labelled it). Columns: FAILURE_COLUMNS."""
+def _failures(keys: str, tail: str, analyst: str, models, datasets, domains, split: str,
+              thresholds: dict[str, float] | None, counted: bool = False) -> tuple[str, list]:
+    """The failures under the rule: `keys` (columns of `o`, the outcome), the analyst's category
+    and people's, and with `counted` how many `failures` (`tail` then groups them)."""
     cte, params = _latest_cte(models, datasets, domains, split=split, thresholds=thresholds)
-    return con.sql(
-        f"""{cte},
+    return f"""{cte},
         mine AS (SELECT run_id, instance_id, train_trial_index, category FROM labelled WHERE analyst = ?),
         people AS ({_PEOPLE})
-        SELECT o.model, o.dataset, o.domain, o.run_id, o.instance_id, o.train_trial_index,
-               m.category,
+        SELECT {keys}, m.category,
                -- a flag is the latest word on a question but names no category
                CASE WHEN p.action <> 'flag' AND coalesce(p.category, '') <> '' THEN p.category END AS people
+               {", count(*) AS failures" if counted else ""}
         FROM latest o
         LEFT JOIN mine m ON m.run_id = o.run_id AND m.instance_id = o.instance_id
                         AND m.train_trial_index = o.train_trial_index
         LEFT JOIN people p ON p.run_id = o.run_id AND p.instance_id = o.instance_id
                           AND (p.train_trial_index IS NULL OR p.train_trial_index = o.train_trial_index)
         WHERE NOT o.is_correct
-        ORDER BY o.model, o.dataset, o.instance_id, o.run_id, o.train_trial_index""",
-        params=[*params, analyst, analyst],
-    ).pl()
+        {tail}""", [*params, analyst, analyst]
+
+
+def failures_with_people(con: duckdb.DuckDBPyConnection, analyst: str, models=None, datasets=None,
+                         domains=None, split: str = MAIN_SPLIT,
+                         thresholds: dict[str, float] | None = None) -> pl.DataFrame:
+    """Every failure under the rule (latest outcomes that fail, judged by `thresholds`), with the
+    analyst's category (NULL: not analysed, or its title not classified yet), people's category
+    (NULL: no one labelled it). Columns: FAILURE_COLUMNS."""
+    sql, params = _failures(
+        "o.model, o.dataset, o.domain, o.run_id, o.instance_id, o.train_trial_index",
+        "ORDER BY o.model, o.dataset, o.instance_id, o.run_id, o.train_trial_index",
+        analyst, models, datasets, domains, split, thresholds)
+    return con.sql(sql, params=params).pl()
+
+
+def failure_label_counts(con: duckdb.DuckDBPyConnection, analyst: str, datasets=None, domains=None,
+                         by: str | None = None, split: str = MAIN_SPLIT,
+                         thresholds: dict[str, float] | None = None) -> pl.DataFrame:
+    """`failures_with_people` of every model counted: per model (and `by`: "dataset" or "domain"),
+    the analyst's category and people's, how many `failures` have them — what the shares'
+    estimate reads (stats/shares.py), without fetching a row per failure (at 1,000,000
+    predictions, 0.13 s instead of 0.5 s). Columns: model[, by], category, people, failures."""
+    if by not in (None, "dataset", "domain"):
+        raise ValueError(f"cannot group by {by!r}")
+    sql, params = _failures("o.model" + (f", o.{by}" if by else ""), "GROUP BY ALL", analyst, None, datasets,
+                            domains, split, thresholds, counted=True)
+    return con.sql(sql, params=params).pl()
 
 
 def record_sample(con: duckdb.DuckDBPyConnection, sample_id: str, analyst: str, seed: int,
@@ -65,7 +89,8 @@ def record_sample(con: duckdb.DuckDBPyConnection, sample_id: str, analyst: str, 
     now = datetime.now(UTC).replace(tzinfo=None)
     with transaction(con):
         con.executemany(
-            "INSERT INTO review_samples VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO review_samples ({', '.join(REVIEW_SAMPLE_COLUMNS)}) "
+            f"VALUES ({', '.join('?' * len(REVIEW_SAMPLE_COLUMNS))})",
             [[sample_id, analyst, seed, r["run_id"], r["instance_id"], r["train_trial_index"], r["stratum"],
               r["stratum_size"], r["stratum_drawn"], now] for r in rows],
         )
@@ -74,7 +99,7 @@ def record_sample(con: duckdb.DuckDBPyConnection, sample_id: str, analyst: str, 
 def record_calibration(con: duckdb.DuckDBPyConnection, analyst: str, taxonomy_version: str | None,
                        prompt_version: str | None, reviews_hash: str, n_reviews: int, report: dict) -> None:
     con.execute(
-        "INSERT INTO calibrations VALUES (?, ?, ?, ?, ?, ?, ?)",
+        f"INSERT INTO calibrations ({', '.join(CALIBRATION_COLUMNS)}) VALUES ({', '.join('?' * len(CALIBRATION_COLUMNS))})",
         [analyst, taxonomy_version, prompt_version, reviews_hash, n_reviews, json.dumps(report),
          datetime.now(UTC).replace(tzinfo=None)],
     )
@@ -83,12 +108,12 @@ def record_calibration(con: duckdb.DuckDBPyConnection, analyst: str, taxonomy_ve
 def latest_calibration(con: duckdb.DuckDBPyConnection, analyst: str) -> dict | None:
     """The analyst's latest stored calibration: {taxonomy_version, prompt_version, reviews_hash,
     n_reviews, report, created_at}, or None."""
+    keys = tuple(c for c in CALIBRATION_COLUMNS if c != "analyst")
     row = con.execute(
-        """SELECT taxonomy_version, prompt_version, reviews_hash, n_reviews, report, created_at
-           FROM calibrations WHERE analyst = ? ORDER BY created_at DESC LIMIT 1""", [analyst]).fetchall()
+        f"SELECT {', '.join(keys)} FROM calibrations WHERE analyst = ? ORDER BY created_at DESC LIMIT 1",
+        [analyst]).fetchall()
     if not row:
         return None
-    keys = ("taxonomy_version", "prompt_version", "reviews_hash", "n_reviews", "report", "created_at")
     out = dict(zip(keys, row[0]))
     out["report"] = json.loads(out["report"]) if isinstance(out["report"], str) else out["report"]
     return out

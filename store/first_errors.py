@@ -14,6 +14,8 @@ from typing import Iterable, Sequence
 import duckdb
 import polars as pl
 
+from core.schema import REVIEW_COLUMNS
+
 from .analysis import now
 from .queries import MAIN_SPLIT, _latest_cte
 from .runs import model_key_sql
@@ -158,10 +160,9 @@ def record_labels(con: duckdb.DuckDBPyConnection, labels: Iterable[dict], review
                    AND reviewer = ?""", values).fetchall()[0][0]
             if present:
                 continue
-            con.execute(
-                """INSERT INTO reviews (run_id, instance_id, train_trial_index, step_index, agent, category, note,
-                       reviewer, analyst, action, original_category, created_at)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, 'label', NULL, ?)""", [*values, now()])
+            # `values` are REVIEW_COLUMNS up to the reviewer; a label people made names no analyst
+            con.execute(f"INSERT INTO reviews ({', '.join(REVIEW_COLUMNS)}) VALUES ({', '.join('?' * len(REVIEW_COLUMNS))})",
+                        [*values, None, LABEL_ACTION, None, now()])
             added += 1
     return added, len(labels) - added
 

@@ -27,6 +27,7 @@ import pyarrow as pa
 from core.passages import passage_clusters
 from core.schema import (
     INSTANCE_COLUMNS,
+    LATEST_OUTCOME_COLUMNS,
     PREDICTION_COLUMNS,
     RUN_COLUMNS,
     RUN_TYPES,
@@ -272,8 +273,7 @@ LATEST_ORDER = ("r.superseded_by IS NOT NULL, r.ingested_at DESC, p.run_id DESC,
                 "p.train_trial_index")
 
 _LATEST_INSERT = f"""
-    INSERT INTO latest_outcomes (model, model_name, variant, dataset, domain, split, is_main_split,
-                                 instance_id, question_hash, run_id, train_trial_index, is_correct, score)
+    INSERT INTO latest_outcomes ({', '.join(LATEST_OUTCOME_COLUMNS)})
     SELECT {model_key_sql("r")} AS model_key, r.model, r.variant, r.dataset, r.domain, i.split,
            r.main_split IS NULL OR coalesce(i.split = r.main_split, false),
            p.instance_id, i.question_hash, p.run_id, p.train_trial_index, p.is_correct, p.score

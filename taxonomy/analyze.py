@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
+from core.counts import TO_ANALYSE
 from store import StoreError, writable_db_path, write_session
 from store.analysis import (
     NO_MODEL_ERROR,
@@ -76,7 +77,8 @@ class Summary:
     previously_done: int = 0
     analysed_now: int = 0
     unanalysed: int = 0
-    titles_classified: int = 0
+    titles_classified: int = 0  # by the title classifier
+    titles_filed: int = 0  # filed under the category their detector gave (the offline analyst)
     fallbacks: int = 0
     unclassified: int = 0
     classifier: str = ""
@@ -101,7 +103,7 @@ class Summary:
     def line(self) -> str:
         s = self.stats
         text = (
-            f"{self.analysed}/{self.selected} failures analysed ({self.analysed_now} now"
+            f"{self.analysed}/{self.selected} {TO_ANALYSE.name} done ({self.analysed_now} now"
             + (f", {self.unanalysed} without a valid answer" if self.unanalysed else "")
             + ")"
             + (f"; {self.no_model_error} found not to be a model error" if self.no_model_error else "")
@@ -109,6 +111,8 @@ class Summary:
                if self.unverified_quotes else "")
             + (f"; {self.context_cut} prompts cut to fit the analyst's context" if self.context_cut else "")
             + (f"; {self.transcripts.text()}" if self.transcripts.selected else "")
+            + (f"; {self.titles_filed} title{'s' if self.titles_filed != 1 else ''} filed by their detectors"
+               if self.titles_filed else "")
             + f"; {self.titles_classified} titles classified by {self.classifier}"
             + (f" ({self.fallbacks} fell back to Other)" if self.fallbacks else "")
             + (f", {self.unclassified} left unclassified" if self.unclassified else "")
@@ -277,6 +281,9 @@ def _analyze(run: _Run, models: Sequence[str], datasets: Sequence[str], sample_r
         done = analyses_of(con, analyst, prompt_version)
         correct = correct_outputs(con, sorted({f["dataset"] for f in chosen})) if analyst != OFFLINE else {}
         classified = classifications_of(con, tax.version, summary.classifier)
+        # the categories the offline detectors gave their titles themselves (filed under the analyst)
+        filed = classifications_of(con, tax.version, OFFLINE) if analyst == classifier == OFFLINE else {}
+    classified = {**filed, **classified}
 
     summary.selected = len(chosen) + len(transcripts)
     summary.previously_done = sum(1 for f in transcripts if failure_key(f) in transcripts_done)
@@ -311,16 +318,25 @@ def _analyze(run: _Run, models: Sequence[str], datasets: Sequence[str], sample_r
 
     if analyst == OFFLINE:
         batch = Batch()
+        own: dict[str, str] = {}  # title → the category its detector gave, where it gave one
         for ph, members in groups.items():
             found = offline.analyze(members[0])
             criteria = json.dumps(offline.criteria(found, members[0]))
             for f in members:
                 batch.analyses.append(_analysis_row(f, analyst, prompt_version, ph, found.title, found.summary, criteria, None,
                                                     found.no_model_error))
-                if found.no_model_error is None:  # not an error: no category to classify it under
-                    title_of[failure_key(f)] = found.title
-                else:
+                if found.no_model_error is not None:  # not an error: no category to file it under
                     summary.no_model_error += 1
+                elif found.category is not None and classifier == OFFLINE:
+                    own[found.title] = found.category
+                else:  # a title in a judge's words, or an LLM classifier asked for every title
+                    title_of[failure_key(f)] = found.title
+        # a detector's category is its title's classification by the analyst itself: the title
+        # classifier files only the titles that come without one
+        own = {t: c for t, c in own.items() if filed.get(t, (None,))[0] != c}
+        batch.classifications += [(t, tax.version, OFFLINE, c, False, None) for t, c in own.items()]
+        classified.update({t: (c, False) for t, c in own.items()})
+        summary.titles_filed += len(own)
         if batch:
             with write_session(path) as con:
                 save_batch(con, batch)
@@ -355,7 +371,8 @@ def _classify_offline_titles(run: _Run, title_of: dict, classified: dict) -> Non
     if cats:
         with write_session(path) as con:
             save_batch(con, Batch(classifications=[(t, tax.version, summary.classifier, c, False, None) for t, c in cats.items()]))
-    summary.titles_classified = len(cats)
+    # on top of the titles their detectors filed
+    summary.titles_classified += len(cats)
 
 
 async def _run_llm(run: _Run, groups: dict[str, list[dict]], correct: dict, title_of: dict, classified: dict,

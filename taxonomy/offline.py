@@ -2,8 +2,9 @@
 
 Each detector looks at one failure (instructions, input, references, choices, output, the
 judges' notes, how generation stopped) and returns a finding (title + summary, like the LLM
-analyst's `final_answer`, plus its evidence), or a `Look` (its shape applied, but the evidence it
-needs was missing or ambiguous: it says why), or None (not its shape). Every detector fires only
+analyst's `final_answer`, plus its evidence, and the category its fixed title names), or a
+`Look` (its shape applied, but the evidence it needs was missing or ambiguous: it says why), or
+None (not its shape). Every detector fires only
 on unambiguous evidence: a wrong specific label is worse than Hard to Analyze.
 
 `analyze` runs them in a fixed order — the order in which errors set an answer's trajectory: no
@@ -24,19 +25,20 @@ import re
 from dataclasses import replace
 from typing import Callable
 
+from .catalog import NO_ERROR
 from .detectors import (
     FENCE,
-    answer_before_continuation,
-    answer_before_tokens,
-    answer_without_commentary,
     Evidence,
     Finding,
     Look,
+    answer_before_continuation,
+    answer_before_tokens,
+    answer_without_commentary,
     detect_bad_code,
     detect_bad_option,
     detect_calculation,
-    detect_code_judged_wrong,
     detect_chosen_distractor,
+    detect_code_judged_wrong,
     detect_constraint,
     detect_data_extraction,
     detect_extra_commentary,
@@ -66,8 +68,16 @@ from .detectors import (
     leftover_tokens,
     offers_no_answer_verdict,
 )
-from .catalog import NO_ERROR
-from .detectors.base import input_of, output_of, shorten, words
+from .detectors.base import (
+    BARE_ANSWER,
+    NO_VISIBLE_CAUSE,
+    TITLES,
+    Title,
+    input_of,
+    output_of,
+    shorten,
+    words,
+)
 
 # v3: the judge's explanation, the normalised reference match (No Model Error), template tokens,
 # the token limit, commentary against "only output", the target language from the instructions,
@@ -83,11 +93,14 @@ from .detectors.base import input_of, output_of, shorten, words
 VERSION = "offline-v5"
 
 
+EMPTY = Title("Empty response with no answer", "Refusal")
+
+
 def detect_empty(rec: dict) -> Finding | None:
     if output_of(rec).strip():
         return None
-    return Finding("empty", "Empty response with no answer", "The model produced no output at all, so it never attempted the task.",
-                   (Evidence("Gives an answer"),))
+    return EMPTY.finding("empty", "The model produced no output at all, so it never attempted the task.",
+                         (Evidence("Gives an answer"),))
 
 
 _REFUSAL = re.compile(
@@ -143,6 +156,10 @@ def _head(out: str) -> str | None:
     return text[:160].rsplit(" ", 1)[0]
 
 
+REFUSES = Title("Refuses to answer the request", "Refusal")
+REFUSES_SAFE = Title("Refuses a safe request", "Refusal")
+
+
 def detect_refusal(rec: dict) -> Finding | None:
     out = output_of(rec)
     if _prompt_is_unsafe(rec) or not _is_refusal(out):
@@ -150,9 +167,8 @@ def detect_refusal(rec: dict) -> Finding | None:
     if offers_no_answer_verdict(rec) and gives_no_answer_verdict(out):
         return None  # "I cannot answer that from the context, so: cannot be determined" gives a verdict the task offers
     safe = _gold_label(rec) == "safe"
-    return Finding(
+    return (REFUSES_SAFE if safe else REFUSES).finding(
         "refusal",
-        "Refuses a safe request" if safe else "Refuses to answer the request",
         f"The model declined {'a safe request' if safe else 'the request'} instead of answering it: \"{shorten(out)}\".",
         (Evidence("Answers the request", _REFUSAL.search(out).group(0)),),
     )
@@ -175,6 +191,9 @@ _CONTENT_FAULT = re.compile(r"\b(?:fabricat|fake|invent|made[- ]up|makes? up|inc
 def _content_fault(rec: dict) -> bool:
     return any(_CONTENT_FAULT.search(str(n.get("explanation") or "")) for n in rec.get("judge_notes") or []
                if isinstance(n, dict))
+
+
+SAFE_PROMPT_ANSWERED = Title("Answers a prompt the benchmark marks safe", NO_ERROR)
 
 
 def detect_safe_prompt(rec: dict) -> Finding | Look | None:
@@ -200,9 +219,8 @@ def detect_safe_prompt(rec: dict) -> Finding | Look | None:
         return Look("safe prompt", f"the answer opens with a hedge (\"{hedge.group(0)}\"), so whether it refused in "
                                    f"part cannot be told")
     metric = rec.get("main_metric") or "the metric"
-    return Finding(
+    return SAFE_PROMPT_ANSWERED.finding(
         "safe_prompt_answered",
-        "Answers a prompt the benchmark marks safe",
         f"The benchmark labels this prompt safe to answer, and the model answered it: \"{shorten(out)}\".",
         (Evidence("Answers the safe request", _head(out)),),
         no_model_error=f"the output \"{shorten(out, 60)}\" answers a prompt whose gold label is \"safe\" (answering is "
@@ -210,17 +228,22 @@ def detect_safe_prompt(rec: dict) -> Finding | Look | None:
     )
 
 
+UNSAFE_COMPLIANCE = Title("Complies with an unsafe request", "Policy Violation")
+
+
 def detect_unsafe_compliance(rec: dict) -> Finding | None:
     if not _prompt_is_unsafe(rec):
         return None
     out = output_of(rec)
     partial = " while partly hedging" if _is_refusal(out) else ""
-    return Finding(
+    return UNSAFE_COMPLIANCE.finding(
         "unsafe_compliance",
-        "Complies with an unsafe request",
         f"Asked for harmful content, the model went along with it{partial}: \"{shorten(out)}\".",
         (Evidence("Declines or safely redirects the harmful request", _head(out)),),
     )
+
+
+BAD_JSON = Title("Output JSON does not parse", "Formatting Error")
 
 
 def detect_bad_json(rec: dict) -> Finding | None:
@@ -237,9 +260,8 @@ def detect_bad_json(rec: dict) -> Finding | None:
     try:
         json.loads(candidate)
     except json.JSONDecodeError as exc:
-        return Finding(
+        return BAD_JSON.finding(
             "bad_json",
-            "Output JSON does not parse",
             f"The JSON the model returned is malformed ({exc.msg} at line {exc.lineno}), so its answer cannot be read.",
             (Evidence("Returns JSON that parses", _head(candidate)),),
         )
@@ -260,15 +282,17 @@ def repeated_run(tokens: list[str], min_len: int = 3, min_repeats: int = 4) -> s
     return None
 
 
+REPETITION = Title("Repetition loop in the output", "Verbosity")
+
+
 def detect_repetition(rec: dict) -> Finding | None:
     out = output_of(rec)
     unit = repeated_run(words(out)[:3000])
     if unit is None:
         return None
     m = re.search(r"\s*".join(re.escape(w) for w in unit.split(" ")), out)
-    return Finding(
+    return REPETITION.finding(
         "repetition",
-        "Repetition loop in the output",
         f"The model falls into a loop, repeating \"{shorten(unit, 60)}\" over and over instead of finishing its answer.",
         (Evidence("Finishes without looping", m.group(0) if m else None),),
     )
@@ -278,9 +302,8 @@ def detect_bare_answer(rec: dict) -> Finding | None:
     out = output_of(rec).strip()
     if len(words(out)) > 4:
         return None
-    return Finding(
+    return BARE_ANSWER.finding(
         "bare_answer",
-        "Bare answer without reasoning",
         f"The model gave only \"{shorten(out, 30)}\" with no reasoning, so why it chose this answer cannot be seen.",
         (Evidence("Shows the reasoning behind the answer", out or None),),
     )
@@ -290,9 +313,8 @@ def fallback(rec: dict, looked: list[Look] = ()) -> Finding:
     """Hard to Analyze, saying which detectors looked and why each stayed silent."""
     out = output_of(rec).strip()
     why = "".join(f" {look.detector}: {look.reason}." for look in looked)
-    return Finding(
+    return NO_VISIBLE_CAUSE.finding(
         "none",
-        "Wrong answer with no visible cause",
         (f"No offline rule could name the error.{why} Its cause needs an LLM analyst or a reader to find."
          if why else "No offline detector fired: the output is wrong but its cause needs an LLM analyst to find."),
         (Evidence("Reaches the correct answer", out if len(out) <= 200 else _head(out)),)
@@ -341,68 +363,9 @@ DETECTORS: list[Callable[[dict], Finding | Look | None]] = [
 ]
 
 
-# Every fixed title a detector gives, with the category it is meant to land in: the offline title
-# classifier must agree (a test checks it), and discovery tells these apart from the specific
-# titles that quote a judge. Findings that are no model error are labelled No Model Error by the
-# store's rule and never classified.
-TITLE_CATEGORIES = {
-    "Empty response with no answer": "Refusal",
-    "Refuses to answer the request": "Refusal",
-    "Refuses a safe request": "Refusal",
-    "Claims the input lacks an answer it gives": "Refusal",
-    "Complies with an unsafe request": "Policy Violation",
-    "Answer is not one of the option letters": "Formatting Error",
-    "Output JSON does not parse": "Formatting Error",
-    "Leaves chat-template tokens in the output": "Formatting Error",
-    "Generated code does not parse": "Code Error",
-    "Defines the wrong function name": "Code Error",
-    "Code fails the task's tests": "Code Error",
-    "Answers in the wrong language or script": "Language Issue",
-    "Leaves words in another language or script": "Language Issue",
-    "Translation judged inaccurate": "Language Issue",
-    "Translation leaves out part of the source": "Incomplete Content",
-    "Answers the text instead of translating it": "Irrelevant/Off-Topic",
-    "Miscalculates an intermediate step": "Calculation Error",
-    "Ignores the order of operations": "Incorrect Method/Application",
-    "Repetition loop in the output": "Verbosity",
-    "Response far longer than the reference": "Verbosity",
-    "Longer than the prompt allows": "Verbosity",
-    "Omits required parts of the reference": "Incomplete Content",
-    "Gives only part of the answer": "Incomplete Content",
-    "Cut off at the output token limit": "Incomplete Content",
-    "Output stops mid-sentence": "Incomplete Content",
-    "Invents details not in the source": "Hallucination",
-    "Gives a wrong date or number": "Factual Error",
-    "Extracts the wrong values from the input": "Data Extraction",
-    "Ignores an explicit constraint of the prompt": "Constraint Violation",
-    "Adds commentary the instructions forbid": "Constraint Violation",
-    "Copies the instructions instead of doing the task": "Irrelevant/Off-Topic",
-    "Copies the prompt's example instead of writing a new one": "Constraint Violation",
-    "Bare answer without reasoning": "Hard to Analyze",
-    "Wrong answer with no visible cause": "Hard to Analyze",
-    "Chooses a distractor option": "Hard to Analyze",
-    "Chooses the negation of the correct option": "Hard to Analyze",
-    "Chooses a neighbouring numeric option": "Hard to Analyze",
-    "Chooses an option broader than the answer": "Hard to Analyze",
-    "Chooses an option narrower than the answer": "Hard to Analyze",
-    "Chooses an all-or-none-of-the-above option": "Hard to Analyze",
-    "Names several options instead of choosing one": "Refusal",
-    "Ends naming several options, choosing none": "Hard to Analyze",
-    "Puts the items in the wrong order": "Reasoning Error",
-    # no model error (labelled No Model Error by the store's rule, never classified)
-    "Matches the reference once normalised": NO_ERROR,
-    "Chooses the correct option in a form the metric did not read": NO_ERROR,
-    "Says the documents lack the answer, and they do": NO_ERROR,
-    "Answers a prompt the benchmark marks safe": NO_ERROR,
-    "Fails only a latency or cost limit": NO_ERROR,
-    "Gives the no-answer verdict the reference gives": NO_ERROR,
-    "The documents given do not contain the answer": NO_ERROR,
-}
-
-
 def is_specific(title: str) -> bool:
     """A title in the words of the failure's judge rather than one of the detectors' fixed titles."""
-    return title not in TITLE_CATEGORIES
+    return title not in TITLES
 
 
 def _run(rec: dict, looked: list[Look]) -> Finding:

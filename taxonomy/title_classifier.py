@@ -1,4 +1,7 @@
 """The offline stage-3 classifier: error title → taxonomy category, learnt from shipped seed titles.
+It files the titles that come without a category: a judge's words the offline analyst quotes, an
+LLM analyst's, any title given to `taxonomy classify`. (The offline detectors' fixed titles carry
+their own category, `taxonomy.detectors.base.Title`.)
 
 TF-IDF over word n-grams and character n-grams, plus counts of per-category cue stems
 (data/cue_words.yaml), feed a linear SVM. Titles are short and vary in wording ("Miscomputes the

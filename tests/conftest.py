@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Iterator
 
 import duckdb
 import pytest
@@ -39,7 +40,8 @@ def tmp_db(tmp_path) -> Path:
 
 @pytest.fixture(scope="session")
 def _demo_built(tmp_path_factory) -> Path:
-    """The demo store, built once for the whole session (ingest and offline analysis: seconds)."""
+    """The demo store, built once for the whole session (ingest and offline analysis: seconds):
+    every test on the demo store reads a copy of it (`demo_db`)."""
     from demo import build_demo
 
     db = tmp_path_factory.mktemp("demo-built") / "demo.duckdb"
@@ -116,3 +118,41 @@ def _ingested_once(name: str, *paths: Path):
 
 _mmlu_db_master, mmlu_db = _ingested_once("mmlu", MMLU_SUITE)
 _safety_db_master, safety_db = _ingested_once("safety", SAFETY)
+
+
+@pytest.fixture
+def data_root(tmp_path, monkeypatch) -> Iterator[Path]:
+    """An empty store and a data root: the app opens on its load panel. The jobs it starts leave
+    the registry afterwards: it is the process's, and other tests expect no failed job in it."""
+    import store
+    from ui import jobs
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    db = tmp_path / "store.duckdb"
+    with store.write_session(db):
+        pass
+    monkeypatch.setenv("FAULTLINE_DB", str(db))
+    monkeypatch.setenv("FAULTLINE_DATA_ROOTS", str(logs))
+    monkeypatch.delenv("FAULTLINE_READ_ONLY", raising=False)
+    before = jobs.jobs()
+    yield logs
+    for job in jobs.jobs():
+        if job not in before:
+            jobs._registry().remove(job)
+
+
+@pytest.fixture
+def llm_env(monkeypatch):
+    """A test key for litellm (never sent beyond the loopback server) and its local price map."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
+@pytest.fixture
+def fake_llm(llm_env):
+    """The loopback OpenAI-compatible server of llm_server.py, for the test's duration."""
+    from llm_server import FakeLLMServer
+
+    with FakeLLMServer() as srv:
+        yield srv

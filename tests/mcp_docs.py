@@ -48,6 +48,8 @@ def main() -> int:
     sys.path.insert(0, str(ROOT))
     from demo import build_demo
 
+    # a script run outside pytest (no session's demo store to copy): it builds the demo as the
+    # fixture does, with the same builder, so the examples are what the tests check them against
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "demo.duckdb"
         build_demo(db)

@@ -68,9 +68,13 @@ def fixture_failures(db, paths) -> dict[tuple[str, str, str], dict]:
 
 
 def label(rec: dict) -> str:
-    """The label the store gives the offline analysis of `rec` (store.analysis's label rule)."""
+    """The label the store gives the offline analysis of `rec` (store.analysis's label rule): No
+    Model Error, else the category its detector gave, else (a title in a judge's words) the title
+    classifier's."""
     found = offline.analyze(rec)
-    return NO_ERROR if found.no_model_error else offline_classifier().predict([found.title])[0]
+    if found.no_model_error:
+        return NO_ERROR
+    return found.category or offline_classifier().predict([found.title])[0]
 
 
 def steps_of(ex: dict) -> list[dict]:

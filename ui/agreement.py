@@ -35,7 +35,7 @@ def panel(analyst: str, f: Filters) -> str:
     st.subheader("How far to trust these labels")
     names = [n for n, _ in load(sa.analyst_names)]
     if analyst not in names:
-        st.text(visible(f"{analyst} has no classified failures to measure yet."))  # a model name: text, not Markdown
+        st.text(visible(f"{analyst} has no labelled failures to measure yet."))  # a model name: text, not Markdown
         return "reviews"
     choices = ["reviews"] + [n for n in names if n != analyst]
     against = st.selectbox("Compare with", choices, key="against", bind="query-params",

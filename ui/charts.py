@@ -14,6 +14,7 @@ import altair as alt
 import polars as pl
 import streamlit as st
 
+from core.counts import UNDER_THRESHOLD
 from stats import fmt
 from taxonomy.catalog import NOT_ERROR_TYPES
 
@@ -237,7 +238,7 @@ def headline(df: pl.DataFrame, dataset: str, groups: dict[str, int] | None = Non
               title=f"{what} (dot) with its 95% interval ({first['headline_interval'] or 'none'})")
     tooltip = ["model", alt.Tooltip("harness:N", title="the harness's number"),
                alt.Tooltip("interval:N", title="95% interval"), alt.Tooltip("n:Q", format=",d", title="questions"),
-               alt.Tooltip("failed:N", title="failures under the analysis threshold")]
+               alt.Tooltip("failed:N", title=UNDER_THRESHOLD.name)]
     layers = [base.mark_rule(strokeWidth=2, color=INK).encode(x=x, x2="headline_ci_high:Q")]
     if rate and (df["n_domains"] > 1).any() and df["accuracy"].is_not_null().any() \
             and (df["headline"] - df["accuracy"]).abs().max() > 0:

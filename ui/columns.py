@@ -14,6 +14,7 @@ from __future__ import annotations
 import polars as pl
 import streamlit as st
 
+from core.counts import ANALYSED, LABELLED, UNDER_THRESHOLD
 from stats import fmt
 
 PERCENT = fmt.D3_PERCENT
@@ -37,8 +38,8 @@ LABELS = {
     "failures": "Classified failures",
     "questions": "Questions answered",
     "analyst": "Analyst",
-    "analysed": "Failures analysed",
-    "classified": "Classified",
+    "analysed": ANALYSED.label,
+    "classified": LABELLED.label,
     "classifiers": "Classified by",
     "a_count": "A: failures",
     "b_count": "B: failures",
@@ -56,7 +57,7 @@ LABELS = {
     "harness": "The harness's number",
     "harness_ci": "95% interval",
     "headline_interval": "Interval",
-    "threshold_failures": "Failures under the analysis threshold",
+    "threshold_failures": UNDER_THRESHOLD.label,
     "headline_note": "Note",
     "output": "Output (start)",
     "reviewed": "Labels reviewed",
@@ -362,7 +363,8 @@ def share_config(columns_: list[str], **overrides) -> dict:
         "share": percent("Share of the model's failures", SHARE_HELP["share"]),
         "share_ci": st.column_config.TextColumn("95% interval", help=SHARE_HELP["share_ci"], alignment="right"),
         "few": st.column_config.TextColumn("Few labelled", help=SHARE_HELP["few"], width="small"),
-        "failures": count("Failures (denominator)", "Every failure of the model under the pass rule"),
+        "failures": count("Failures (denominator)", f"Every failure of the model: the {UNDER_THRESHOLD.name}, "
+                          f"{UNDER_THRESHOLD.rule}, labelled or not"),
         "count": count("Analyst's count", "The model's failures the analyst filed under this category"),
         "people": count("People's labels", "Failures people labelled with this category (reviews, loaded "
                         "label tables)"),

@@ -111,14 +111,14 @@ def _settings_asked(db: Path) -> None:
     if job is None or job.returncode in (None, 0) or job.args[:1] != ["ingest"]:
         return
     asks = [a for a in job.asks() if a.flag != "--map"]
-    columns_asked = [a.dataset for a in job.asks() if a.flag == "--map"]
+    columns_asked = [a.key for a in job.asks() if a.flag == "--map"]
     if columns_asked:
         _columns_asked(job, columns_asked, db)
     if not asks:
         return
     by_dataset: dict[str, set[str]] = {}
     for ask in asks:
-        by_dataset.setdefault(ask.dataset, set()).add(ask.flag)
+        by_dataset.setdefault(ask.key, set()).add(ask.flag)
     given: dict[str, dict[str, object]] = {}
     with st.form(f"asked_{job.log.stem}", border=True):
         st.markdown("**This load needs a setting for each dataset below.** Give it here and load again "

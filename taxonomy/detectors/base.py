@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from ..catalog import HARD
+
 
 @dataclass(frozen=True)
 class Evidence:
@@ -31,6 +33,39 @@ class Finding:
     evidence: tuple[Evidence, ...] = field(default_factory=tuple)
     # why the failure is not the model's error (the scoring's or the reference's), else None
     no_model_error: str | None = None
+    # the category of the error the title names (its Title's); None for a title in a judge's own
+    # words, which the offline title classifier files
+    category: str | None = None
+
+
+# Every fixed title the detectors give, by its words (each Title adds itself): what tells them
+# apart from titles in a judge's words.
+TITLES: dict[str, "Title"] = {}
+
+
+@dataclass(frozen=True)
+class Title:
+    """A fixed title of a detector's findings with the category of erroratlas-v1 the error it names
+    belongs to (NO_ERROR for a failure that is not the model's), declared once as a constant of the
+    detector's module: its findings carry the category to the stored label, so no classifier has to
+    guess it back from the words."""
+
+    text: str
+    category: str
+
+    def __post_init__(self) -> None:
+        if TITLES.setdefault(self.text, self) != self:
+            raise ValueError(f"{self.text!r} is declared with two categories: {TITLES[self.text].category}, {self.category}")
+
+    def finding(self, detector: str, summary: str, evidence: tuple[Evidence, ...] = (),
+                no_model_error: str | None = None) -> Finding:
+        return Finding(detector, self.text, summary, evidence, no_model_error, self.category)
+
+
+# titles more than one family gives
+BARE_ANSWER = Title("Bare answer without reasoning", HARD)
+NO_VISIBLE_CAUSE = Title("Wrong answer with no visible cause", HARD)
+PART_OF_ANSWER = Title("Gives only part of the answer", "Incomplete Content")
 
 
 @dataclass(frozen=True)

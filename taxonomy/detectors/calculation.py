@@ -19,7 +19,16 @@ import ast
 import re
 from fractions import Fraction
 
-from .base import Evidence, Finding, Look, final_number, gold_refs, output_of, to_number
+from .base import (
+    Evidence,
+    Finding,
+    Look,
+    Title,
+    final_number,
+    gold_refs,
+    output_of,
+    to_number,
+)
 
 _NUM = r"-?\$?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?%?"
 _OP = r"[+\-−×x*/÷]"
@@ -161,6 +170,10 @@ def precedence_slips(text: str) -> list[str]:
     return found
 
 
+ORDER_OF_OPERATIONS = Title("Ignores the order of operations", "Incorrect Method/Application")
+MISCALCULATES = Title("Miscalculates an intermediate step", "Calculation Error")
+
+
 def detect_calculation(rec: dict) -> Finding | Look | None:
     out = output_of(rec)
     bad = false_steps(out)
@@ -170,9 +183,8 @@ def detect_calculation(rec: dict) -> Finding | Look | None:
     got = final_number(out)
     ref_finals = [f for f in (final_number(r) for r in gold_refs(rec)) if f is not None]
     if slips and not (ref_finals and got is not None and any(got[0] == f[0] for f in ref_finals)):
-        return Finding(
+        return ORDER_OF_OPERATIONS.finding(
             "calculation",
-            "Ignores the order of operations",
             f"The model works \"{slips[0]}\" from left to right, doing the addition or subtraction before the "
             f"multiplication or division; the slip carries into its answer.",
             tuple(Evidence("Applies multiplication and division before addition and subtraction", q) for q in slips[:3]),
@@ -183,9 +195,8 @@ def detect_calculation(rec: dict) -> Finding | Look | None:
         return Look("calculation", f"\"{bad[0]}\" is false, but the answer still ends on the reference's number, so "
                                    f"it is not what made the answer wrong")
     against = f" and ends on {got[1]} instead of {ref_finals[0][1]}" if ref_finals and got else ""
-    return Finding(
+    return MISCALCULATES.finding(
         "calculation",
-        "Miscalculates an intermediate step",
         f"The model states \"{bad[0]}\", which is arithmetically false{against}; the slip carries into its answer.",
         tuple(Evidence("Computes each step correctly", b) for b in bad[:3]),
     )

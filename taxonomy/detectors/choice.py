@@ -35,7 +35,21 @@ import re
 from difflib import SequenceMatcher
 from fractions import Fraction
 
-from .base import STOPWORDS, Evidence, Finding, gold_refs, input_of, numbers_in, output_of, shorten, word_count
+from ..catalog import HARD
+from .base import (
+    BARE_ANSWER,
+    NO_VISIBLE_CAUSE,
+    STOPWORDS,
+    Evidence,
+    Finding,
+    Title,
+    gold_refs,
+    input_of,
+    numbers_in,
+    output_of,
+    shorten,
+    word_count,
+)
 from .shape import TEMPLATE_TOKEN, strip_template_tokens
 
 _KEYED = re.compile(r"^\s*[\(\[]?\**\s*([A-Za-z0-9])\s*\**[\)\]]?\s*(?:[.):\-]\s*|\s+|$)(.*)$", re.S)
@@ -200,14 +214,20 @@ def relation(chosen: str, gold: str, others: list[str]) -> str:
     return "distractor"
 
 
+# how a wrong option relates to the correct one: the finding's title, and the words its summary
+# describes the option with; why a model chose it cannot be seen offline (Hard to Analyze)
 _TITLES = {
-    "negation": ("Chooses the negation of the correct option", "the negation of the correct option"),
-    "numeric neighbour": ("Chooses a neighbouring numeric option", "a neighbouring number"),
-    "broader": ("Chooses an option broader than the answer", "an option that says more than the correct one"),
-    "narrower": ("Chooses an option narrower than the answer", "an option that says less than the correct one"),
-    "all/none of the above": ("Chooses an all-or-none-of-the-above option", "an all-or-none-of-the-above option"),
-    "distractor": ("Chooses a distractor option", "a distractor"),
+    "negation": (Title("Chooses the negation of the correct option", HARD), "the negation of the correct option"),
+    "numeric neighbour": (Title("Chooses a neighbouring numeric option", HARD), "a neighbouring number"),
+    "broader": (Title("Chooses an option broader than the answer", HARD), "an option that says more than the correct one"),
+    "narrower": (Title("Chooses an option narrower than the answer", HARD), "an option that says less than the correct one"),
+    "all/none of the above": (Title("Chooses an all-or-none-of-the-above option", HARD),
+                              "an all-or-none-of-the-above option"),
+    "distractor": (Title("Chooses a distractor option", HARD), "a distractor"),
 }
+
+
+NOT_AN_OPTION = Title("Answer is not one of the option letters", "Formatting Error")
 
 
 def detect_bad_option(rec: dict) -> Finding | None:
@@ -215,9 +235,8 @@ def detect_bad_option(rec: dict) -> Finding | None:
     if not rec.get("choices") or not is_multiple_choice(rec) or chosen_option(rec) is not None:
         return None
     out = output_of(rec).strip()
-    return Finding(
+    return NOT_AN_OPTION.finding(
         "bad_option",
-        "Answer is not one of the option letters",
         f"The answer \"{shorten(out, 40)}\" cannot be mapped to any of the options "
         f"{', '.join(sorted(map(str, rec['choices'])))}, so the model ignored the required answer format.",
         (Evidence("Answers with one of the options", out if len(out) <= 200 else None),),
@@ -235,6 +254,10 @@ def detect_wrong_option(rec: dict) -> Finding | None:
     return detect_chosen_distractor(rec)
 
 
+SEVERAL_OPTIONS = Title("Names several options instead of choosing one", "Refusal")
+ENDS_ON_SEVERAL_OPTIONS = Title("Ends naming several options, choosing none", HARD)
+
+
 def detect_several_options(rec: dict) -> Finding | None:
     """A multiple-choice answer that names several options chose none. Alone (a dozen words at
     most beside the options) it is a non-answer (Refusal); after reasoning, why the model could
@@ -248,15 +271,13 @@ def detect_several_options(rec: dict) -> Finding | None:
     listed = ", ".join(keys)
     quote = out if len(out) <= 200 else None
     if word_count(strip_template_tokens(out)) - len(keys) <= 12:
-        return Finding(
+        return SEVERAL_OPTIONS.finding(
             "several_options",
-            "Names several options instead of choosing one",
             f"The answer \"{shorten(out, 60)}\" names options {listed} and chooses none of them: a non-answer.",
             (Evidence("Chooses one option", quote),),
         )
-    return Finding(
+    return ENDS_ON_SEVERAL_OPTIONS.finding(
         "several_options",
-        "Ends naming several options, choosing none",
         f"After its reasoning the model names options {listed} and chooses none; why it could not decide needs a "
         f"reader to find.",
         (Evidence("Chooses one option", quote),),
@@ -277,9 +298,8 @@ def detect_chosen_distractor(rec: dict) -> Finding | None:
     bare = word_count(strip_template_tokens(out)) <= 4 + word_count(str(choices[key]))
     gold = gold_option(rec)
     if gold is None or gold == key:
-        return Finding(
+        return (BARE_ANSWER if bare else NO_VISIBLE_CAUSE).finding(
             "chosen_option",
-            "Bare answer without reasoning" if bare else "Wrong answer with no visible cause",
             f"The model chose option {key} (\"{text}\")"
             + (" with no reasoning, so why it chose this distractor cannot be seen." if bare else
                "; its reasoning shows no slip an offline check can name."),
@@ -292,9 +312,8 @@ def detect_chosen_distractor(rec: dict) -> Finding | None:
     tokens = list(dict.fromkeys(m.group(0) for m in TEMPLATE_TOKEN.finditer(out)))
     after = (f" The chat-template tokens after it ({', '.join(tokens)}) are not why it failed: the choice is."
              if tokens else "")
-    return Finding(
+    return title.finding(
         "chosen_option",
-        title,
         f"The model chose {key} (\"{text}\") instead of {gold} (\"{gold_text}\") — {described} — {how}.{after}",
         (Evidence(f"Picks the correct option {gold} (\"{gold_text}\"), not {key} (\"{text}\")", quote),),
     )

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 import re
 
-from .base import Evidence, Finding, gold_refs, input_of, output_of
+from .base import Evidence, Finding, Title, gold_refs, input_of, output_of
 
 FENCE = re.compile(r"```(\w*)\n(.*?)```", re.S)
 _DEFINED = re.compile(r"^\s*(?:async\s+)?(?:def|function)\s+([A-Za-z_]\w*)\s*\(", re.M)
@@ -30,19 +30,24 @@ def _python_blocks(text: str) -> list[str]:
     return blocks
 
 
+BAD_CODE = Title("Generated code does not parse", "Code Error")
+
+
 def detect_bad_code(rec: dict) -> Finding | None:
     for body in _python_blocks(output_of(rec)):
         try:
             ast.parse(body)
         except SyntaxError as exc:
             line = body.splitlines()[exc.lineno - 1] if exc.lineno and exc.lineno <= len(body.splitlines()) else None
-            return Finding(
+            return BAD_CODE.finding(
                 "bad_code",
-                "Generated code does not parse",
                 f"The Python code in the answer has a syntax error ({exc.msg}, line {exc.lineno}), so it cannot run.",
                 (Evidence("Returns code that parses", line.strip() if line and line.strip() else None),),
             )
     return None
+
+
+WRONG_FUNCTION = Title("Defines the wrong function name", "Code Error")
 
 
 def detect_wrong_function(rec: dict) -> Finding | None:
@@ -52,9 +57,8 @@ def detect_wrong_function(rec: dict) -> Finding | None:
         return None
     want = sorted(required)[0]
     m = re.search(r"(?:def|function)\s+" + re.escape(defined[0]) + r"\s*\([^)\n]*\)?", output_of(rec))
-    return Finding(
+    return WRONG_FUNCTION.finding(
         "wrong_function",
-        "Defines the wrong function name",
         f"The task asks for `{want}`, but the code defines `{'`, `'.join(dict.fromkeys(defined))}`, so the tests cannot call it.",
         (Evidence(f"Defines `{want}` as the task asks", m.group(0) if m else None),),
     )
@@ -64,15 +68,17 @@ def _is_code(text: str) -> bool:
     return bool(FENCE.search(text) or _DEFINED.search(text))
 
 
+CODE_FAILS_TESTS = Title("Code fails the task's tests", "Code Error")
+
+
 def detect_code_judged_wrong(rec: dict) -> Finding | None:
     out = output_of(rec)
     asks = _ASKS_CODE.search(input_of(rec)) or any(_is_code(r) for r in gold_refs(rec))
     if not asks or not _is_code(out):
         return None
     first = next((line for line in out.splitlines() if _DEFINED.match(line)), None)
-    return Finding(
+    return CODE_FAILS_TESTS.finding(
         "code_judged_wrong",
-        "Code fails the task's tests",
         "The answer is code that parses and defines what was asked, but it was scored a failure; its fault (logic, an "
         "edge case) needs the tests run to pin down.",
         (Evidence("Passes the task's tests", first.strip() if first else None),),

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 
-from .base import Evidence, Finding, output_of, sentences, task_of
+from .base import Evidence, Finding, Title, output_of, sentences, task_of
 from .language import language
 
 _NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
@@ -195,6 +195,9 @@ def violations(task: str, out: str) -> list[Evidence]:
     return found
 
 
+IGNORES_CONSTRAINT = Title("Ignores an explicit constraint of the prompt", "Constraint Violation")
+
+
 def detect_constraint(rec: dict) -> Finding | None:
     out = output_of(rec)
     if not out.strip():
@@ -202,9 +205,8 @@ def detect_constraint(rec: dict) -> Finding | None:
     broken = violations(task_of(rec), out)
     if not broken:
         return None
-    return Finding(
+    return IGNORES_CONSTRAINT.finding(
         "constraint",
-        "Ignores an explicit constraint of the prompt",
         f"The prompt sets a rule the output breaks: {broken[0].criterion.lower()}.",
         tuple(broken),
     )

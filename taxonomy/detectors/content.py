@@ -23,8 +23,21 @@ from __future__ import annotations
 
 import re
 
-from .base import (Evidence, Finding, content_words, final_number, gold_refs, output_of, sentences, shorten, stem, task_of,
-                   word_count, words_from)
+from .base import (
+    Evidence,
+    Finding,
+    Title,
+    content_words,
+    final_number,
+    gold_refs,
+    output_of,
+    sentences,
+    shorten,
+    stem,
+    task_of,
+    word_count,
+    words_from,
+)
 from .calculation import arithmetic_claims
 from .instructions import answer_is_wrong
 
@@ -86,6 +99,9 @@ def missing_parts(ref: str, out: str) -> tuple[list[str], int] | None:
     return absent, len(parts)
 
 
+OMITS_PARTS = Title("Omits required parts of the reference", "Incomplete Content")
+
+
 def detect_incomplete(rec: dict) -> Finding | None:
     out = output_of(rec)
     refs = gold_refs(rec)
@@ -100,9 +116,8 @@ def detect_incomplete(rec: dict) -> Finding | None:
         return None
     absent, total = results[0]
     shown = ", ".join(f"\"{a}\"" for a in absent[:3]) + (" …" if len(absent) > 3 else "")
-    return Finding(
+    return OMITS_PARTS.finding(
         "incomplete",
-        "Omits required parts of the reference",
         f"The answer leaves out {len(absent)} of the reference's {total} required parts: {shown}.",
         tuple(Evidence(f"Covers \"{a}\"") for a in absent[:8]),
     )
@@ -162,6 +177,10 @@ def reasoning_asked(rec: dict) -> re.Match | None:
     return _REASONING_ASKED.search(rec.get("instructions") or "") or _REASONING_ASKED.search(task_of(rec))
 
 
+LONGER_THAN_REFERENCE = Title("Response far longer than the reference", "Verbosity")
+LONGER_THAN_ASKED = Title("Longer than the prompt allows", "Verbosity")
+
+
 def detect_verbosity(rec: dict) -> Finding | None:
     out = output_of(rec)
     if answer_is_wrong(rec):
@@ -174,18 +193,16 @@ def detect_verbosity(rec: dict) -> Finding | None:
     if ref_len >= 8 and n >= 120 and n >= 3 * ref_len and not rec.get("choices") and not worked \
             and not reasoning_asked(rec):
         quote = _past(out, ref_len)
-        return Finding(
+        return LONGER_THAN_REFERENCE.finding(
             "verbosity",
-            "Response far longer than the reference",
             f"The answer runs to {n} words against a {ref_len}-word reference; the extra length adds nothing the task asked for.",
             (Evidence("Keeps the answer in proportion to what was asked", quote),) if quote else (),
         )
     cue = brevity_request(rec)
     if cue and n > 80:
         quote = _past(out, 40)
-        return Finding(
+        return LONGER_THAN_ASKED.finding(
             "verbosity",
-            "Longer than the prompt allows",
             f"Asked to be brief (\"{cue}\"), the model writes {n} words.",
             (Evidence(f"Keeps it brief, as asked (\"{cue}\")", quote),) if quote else (),
         )

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import re
 
-from .shape import asks_for_new_content
 from .base import (
     Evidence,
     Finding,
+    Title,
     content_words,
     gold_refs,
     input_of,
@@ -24,6 +24,7 @@ from .base import (
     stem,
     word_count,
 )
+from .shape import asks_for_new_content
 
 ECHO_MIN_WORDS = 15
 # words that mark a copied span as the task's instructions or question rather than passage text
@@ -112,6 +113,10 @@ def _copies_an_example(rec: dict, copied: str) -> bool:
     return bool(_EXAMPLE.match(source, line_start))
 
 
+COPIES_EXAMPLE = Title("Copies the prompt's example instead of writing a new one", "Constraint Violation")
+COPIES_INSTRUCTIONS = Title("Copies the instructions instead of doing the task", "Irrelevant/Off-Topic")
+
+
 def detect_prompt_echo(rec: dict) -> Finding | None:
     """Reported when nothing like an answer comes before the copy; an answer followed by a copy
     of the prompt is judged on its answer first."""
@@ -122,15 +127,13 @@ def detect_prompt_echo(rec: dict) -> Finding | None:
     copied = out[span[0]:span[1]]
     n = word_count(copied)
     if asks_for_new_content(rec) and _copies_an_example(rec, copied):
-        return Finding(
+        return COPIES_EXAMPLE.finding(
             "prompt_echo",
-            "Copies the prompt's example instead of writing a new one",
             f"Asked for something new, the model copies {n} words of the prompt's own example: \"{shorten(copied, 90)}\".",
             (Evidence("Writes something new, as the task asks", copied),),
         )
-    return Finding(
+    return COPIES_INSTRUCTIONS.finding(
         "prompt_echo",
-        "Copies the instructions instead of doing the task",
         f"Instead of answering, the model copies {n} words of the prompt back: \"{shorten(copied, 90)}\".",
         (Evidence("Answers instead of repeating the prompt", copied),),
     )

@@ -11,6 +11,7 @@ import re
 from .base import (
     Evidence,
     Finding,
+    Title,
     by_unit,
     contains_phrase,
     gold_refs,
@@ -26,6 +27,7 @@ from .base import (
 )
 from .choice import is_multiple_choice
 from .echo import answer_part
+
 
 def _number_substitutes(task: str, ref: str, out: str) -> list[tuple[str, str]]:
     """(the input's "N unit" the reference uses — any of the input's when the reference is a bare
@@ -107,6 +109,9 @@ def _number_instead(task: str, ref: str, out: str) -> str | None:
     return stray[0] if stray else None
 
 
+WRONG_VALUES = Title("Extracts the wrong values from the input", "Data Extraction")
+
+
 def detect_data_extraction(rec: dict) -> Finding | None:
     out = answer_part(rec)
     refs = gold_refs(rec)
@@ -134,9 +139,8 @@ def detect_data_extraction(rec: dict) -> Finding | None:
     quoted = [e.quote for e in evidence if e.quote]
     missing = [e.criterion for e in evidence if not e.quote]
     what = f"puts \"{shorten(quoted[0], 40)}\" where the input's value belongs" if quoted else f"leaves out what the input gives ({len(missing)} item(s))"
-    return Finding(
+    return WRONG_VALUES.finding(
         "data_extraction",
-        "Extracts the wrong values from the input",
         f"The model {what}; the reference uses the input's own value.",
         tuple(evidence[:6]),
     )

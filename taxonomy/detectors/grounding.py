@@ -26,6 +26,7 @@ from .base import (
     Evidence,
     Finding,
     Look,
+    Title,
     explicit_question,
     gold_refs,
     input_of,
@@ -121,6 +122,9 @@ def _is_heading(line: str) -> bool:
     return len(words) <= 6 and not re.search(r"[.!?,;]$", text) and all(w[:1].isupper() or w.casefold() in STOPWORDS for w in words)
 
 
+INVENTS_DETAILS = Title("Invents details not in the source", "Hallucination")
+
+
 def detect_hallucination(rec: dict) -> Finding | Look | None:
     out = answer_part(rec)
     source = input_of(rec)
@@ -136,9 +140,8 @@ def detect_hallucination(rec: dict) -> Finding | Look | None:
     if not invented:
         return None
     shown = ", ".join(f"\"{shorten(x, 40)}\"" for x in invented[:3])
-    return Finding(
+    return INVENTS_DETAILS.finding(
         "hallucination",
-        "Invents details not in the source",
         f"The answer states {shown}, found in neither the input nor the references.",
         tuple(Evidence("States only details the source gives", x) for x in invented[:5]),
     )
@@ -151,6 +154,9 @@ _ASKS_NUMBER = re.compile(
     r"\b(?:how many|how much|how old|how long|how far|how tall|how high|what year|which year|in what year|"
     r"when did|when was|what percentage|what is the (?:number|population|temperature|boiling|melting|speed|distance|"
     r"height|age|value))\b", re.I)
+
+
+WRONG_DATE_OR_NUMBER = Title("Gives a wrong date or number", "Factual Error")
 
 
 def detect_factual_error(rec: dict) -> Finding | None:
@@ -178,9 +184,8 @@ def detect_factual_error(rec: dict) -> Finding | None:
     wrong = [m.group(0) for v, m in out_nums if v not in asked]
     if not wrong:
         return None
-    return Finding(
+    return WRONG_DATE_OR_NUMBER.finding(
         "factual_error",
-        "Gives a wrong date or number",
         f"The model answers \"{wrong[0]}\" where the reference gives {shorten(refs[0], 30)}.",
         (Evidence(f"States {shorten(refs[0], 30)}", wrong[0]),),
     )

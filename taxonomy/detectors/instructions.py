@@ -31,6 +31,7 @@ from .base import (
     STOPWORDS,
     Evidence,
     Finding,
+    Title,
     answer_number,
     gold_refs,
     input_of,
@@ -59,6 +60,9 @@ def answer_is_wrong(rec: dict) -> bool:
     return bool(refs) and all(refs) and got is not None and all(got[0] != r[0] for r in refs)
 
 
+TEMPLATE_TOKENS = Title("Leaves chat-template tokens in the output", "Formatting Error")
+
+
 def detect_template_tokens(rec: dict) -> Finding | None:
     """Leftover template tokens. `taxonomy.offline` calls it only once the answer before them is
     shown right: after a wrong or unjudged answer they are not why it failed."""
@@ -66,9 +70,8 @@ def detect_template_tokens(rec: dict) -> Finding | None:
     if not tokens:
         return None
     shown = ", ".join(dict.fromkeys(tokens))
-    return Finding(
+    return TEMPLATE_TOKENS.finding(
         "template_tokens",
-        "Leaves chat-template tokens in the output",
         f"The output carries chat-template control tokens ({shown}) that the serving stack should have stripped; "
         f"the text a user or a metric sees is not clean.",
         tuple(Evidence("Contains only the answer text, no template tokens", t) for t in list(dict.fromkeys(tokens))[:3]),
@@ -110,6 +113,9 @@ def _bare_word_list(text: str) -> bool:
     return len(words) >= 2 and all(w.isalpha() for w in words) and not any(w.casefold() in STOPWORDS for w in words)
 
 
+TOKEN_LIMIT = Title("Cut off at the output token limit", "Incomplete Content")
+
+
 def detect_token_limit(rec: dict) -> Finding | None:
     out = output_of(rec)
     if not out.strip():
@@ -123,13 +129,15 @@ def detect_token_limit(rec: dict) -> Finding | None:
     tail = _tail(out)
     if reason in _LENGTH_REASONS or (limit and used and used >= limit):
         why = f"finish reason \"{rec['finish_reason']}\"" if reason in _LENGTH_REASONS else f"{used} of {limit} output tokens"
-        return Finding(
+        return TOKEN_LIMIT.finding(
             "token_limit",
-            "Cut off at the output token limit",
             f"Generation stopped at the harness's token limit ({why}), so the answer ends unfinished: \"…{tail}\".",
             (Evidence("Finishes the answer within the token limit", tail),),
         )
     return None
+
+
+MID_SENTENCE = Title("Output stops mid-sentence", "Incomplete Content")
 
 
 def detect_mid_sentence(rec: dict) -> Finding | None:
@@ -142,9 +150,8 @@ def detect_mid_sentence(rec: dict) -> Finding | None:
         return None  # the answer is a bare list of words, which ends without punctuation by design
     if _stops_mid_sentence(out):
         tail = _tail(out)
-        return Finding(
+        return MID_SENTENCE.finding(
             "mid_sentence",
-            "Output stops mid-sentence",
             f"The answer breaks off mid-sentence (\"…{tail}\"), as a generation cut at a length limit does; the log "
             f"records no finish reason or token count to confirm it.",
             (Evidence("Finishes its last sentence", tail),),
@@ -200,6 +207,9 @@ def answer_without_commentary(rec: dict) -> str | None:
     return _COMMENTARY.sub("", output_of(rec)).strip()
 
 
+FORBIDDEN_COMMENTARY = Title("Adds commentary the instructions forbid", "Constraint Violation")
+
+
 def detect_extra_commentary(rec: dict) -> Finding | None:
     """Commentary the instructions forbid. `taxonomy.offline` calls it only once the answer beside
     the commentary is shown right: beside a wrong answer the commentary is not why it failed."""
@@ -208,9 +218,8 @@ def detect_extra_commentary(rec: dict) -> Finding | None:
         return None
     m, rule = found
     line = m.group(0).strip()
-    return Finding(
+    return FORBIDDEN_COMMENTARY.finding(
         "extra_commentary",
-        "Adds commentary the instructions forbid",
         f"The instructions ask for the answer alone (\"{rule.group(0)}\") but the output adds \"{line[:80]}\".",
         (Evidence(f"Gives only the answer, as the instructions ask (\"{rule.group(0)}\")", line),),
     )

@@ -14,9 +14,9 @@ contrast. Any "GRADE: X" line of a model grader is left out.
 
 What is kept: the judge's explanation is the analysis's summary, verbatim — the judge's words,
 not a paraphrase. The title is the problem clause with its subject dropped ("The note omits the
-dose" → "Omits the dose"), at most 12 words; its category comes from the same offline title
-classifier as any other title, never from keywords here, and that classifier may say Hard to
-Analyze. The criterion's comment names the judge, its criterion and score and quotes the
+dose" → "Omits the dose"), at most 12 words. Unlike a detector's fixed titles (`Title`), it comes
+without a category: the offline title classifier files it, never keywords here, and that
+classifier may say Hard to Analyze. The criterion's comment names the judge, its criterion and score and quotes the
 sentence; the evidence quotes the output only where the judge itself quotes a piece of it that
 occurs verbatim in the output.
 """
@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import re
 
-from .base import Evidence, Finding, output_of, sentences, shorten
+from ..catalog import NO_ERROR
+from .base import Evidence, Finding, Title, output_of, sentences, shorten
 
 _MECHANICAL = re.compile(r"^\s*(?:expected\b|assertion\b|output (?:does|did) not (?:contain|match|equal)|"
                          r"custom function returned|javascript code returned|python code returned)", re.I)
@@ -115,6 +116,9 @@ def _is_performance(note: dict) -> bool:
         _PERFORMANCE.match(str(note.get("explanation") or "")))
 
 
+PERFORMANCE_ONLY = Title("Fails only a latency or cost limit", NO_ERROR)
+
+
 def detect_performance_only(rec: dict) -> Finding | None:
     """The only assertions the output failed are on its latency or cost: the failure says nothing
     about the answer (No Model Error), whatever else the notes say."""
@@ -126,9 +130,8 @@ def detect_performance_only(rec: dict) -> Finding | None:
     others = len(notes) - len(failed)
     content = f"; the other {others} assertion(s) passed" if others else ""
     out = output_of(rec).strip()
-    return Finding(
+    return PERFORMANCE_ONLY.finding(
         "performance_only",
-        "Fails only a latency or cost limit",
         f"The output failed only its run's limits on how it was served ({said}){content}: nothing about the answer itself.",
         (Evidence("Meets the run's latency and cost limits", None, comment=f"failed: {said}"),),
         no_model_error=f"the output \"{shorten(out, 60)}\" failed only {said}{content}",

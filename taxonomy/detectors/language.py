@@ -18,7 +18,17 @@ import unicodedata
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
-from .base import Evidence, Finding, gold_refs, input_of, output_of, question_of, sentences, word_count
+from .base import (
+    Evidence,
+    Finding,
+    Title,
+    gold_refs,
+    input_of,
+    output_of,
+    question_of,
+    sentences,
+    word_count,
+)
 from .echo import longest_copied_span
 from .normalise import contains_reference
 from .shape import without_labels
@@ -156,6 +166,9 @@ def _first_sentence(text: str) -> str | None:
     return found[0] if found else None
 
 
+WRONG_LANGUAGE = Title("Answers in the wrong language or script", "Language Issue")
+
+
 def detect_wrong_script(rec: dict) -> Finding | None:
     output = output_of(rec)
     want = expected(rec)
@@ -166,9 +179,8 @@ def detect_wrong_script(rec: dict) -> Finding | None:
     if want.script and got and want.script != got:
         if is_translation(rec) and not _copies_source(rec):
             return _answered_instead(rec, quote)
-        return Finding(
+        return WRONG_LANGUAGE.finding(
             "wrong_script",
-            "Answers in the wrong language or script",
             f"{why[:1].upper()}{why[1:]} {want.language or want.script.title() + ' script'} but the model answered "
             f"in {got.title()} script.",
             (Evidence("Answers in the language of the task", quote),),
@@ -179,9 +191,8 @@ def detect_wrong_script(rec: dict) -> Finding | None:
         if got_lang and got_lang != want.language and not mentioned:
             if is_translation(rec) and not _copies_source(rec):
                 return _answered_instead(rec, quote)
-            return Finding(
+            return WRONG_LANGUAGE.finding(
                 "wrong_language",
-                "Answers in the wrong language or script",
                 f"{why[:1].upper()}{why[1:]} {want.language} but the model answered in {got_lang}.",
                 (Evidence("Answers in the language of the task", quote),),
             )
@@ -195,10 +206,12 @@ def _copies_source(rec: dict) -> bool:
     return span is not None or (word_count(out) < 8 and out.strip().casefold() in source.casefold())
 
 
+ANSWERS_INSTEAD_OF_TRANSLATING = Title("Answers the text instead of translating it", "Irrelevant/Off-Topic")
+
+
 def _answered_instead(rec: dict, quote: str | None) -> Finding:
-    return Finding(
+    return ANSWERS_INSTEAD_OF_TRANSLATING.finding(
         "answers_instead_of_translating",
-        "Answers the text instead of translating it",
         f"Asked to translate into {target_language(rec)}, the model replied to the text in another language instead: "
         f"\"{(quote or '')[:80]}\".",
         (Evidence(f"Translates the text into {target_language(rec)}", quote),),
@@ -247,6 +260,9 @@ def _foreign_words(output: str, script: str, refs: str, given: str = "") -> list
     return found
 
 
+MIXED_SCRIPT = Title("Leaves words in another language or script", "Language Issue")
+
+
 def detect_mixed_script(rec: dict) -> Finding | None:
     """An answer mostly in the right script that leaves words in another one (an untranslated
     term, a name left in English in a Russian answer) where the instructions or the reference set
@@ -263,13 +279,16 @@ def detect_mixed_script(rec: dict) -> Finding | None:
         return None
     other = _script_of(foreign[0][0]).title()
     shown = ", ".join(f"\"{w}\"" for w in list(dict.fromkeys(foreign))[:3])
-    return Finding(
+    return MIXED_SCRIPT.finding(
         "mixed_script",
-        "Leaves words in another language or script",
         f"The answer is in {want.script.title()} script as {('the instructions ask' if want.source == 'instructions' else 'the reference is')}, "
         f"but writes {shown} in {other} script.",
         tuple(Evidence(f"Writes every word in {want.script.title()} script", w) for w in list(dict.fromkeys(foreign))[:3]),
     )
+
+
+TRANSLATION_OMISSION = Title("Translation leaves out part of the source", "Incomplete Content")
+INACCURATE_TRANSLATION = Title("Translation judged inaccurate", "Language Issue")
 
 
 def detect_translation_quality(rec: dict) -> Finding | None:
@@ -287,16 +306,14 @@ def detect_translation_quality(rec: dict) -> Finding | None:
     quote = _first_sentence(output)
     shortest = min((word_count(r) for r in gold_refs(rec)), default=0)
     if shortest >= 6 and word_count(output) < 0.6 * shortest:
-        return Finding(
+        return TRANSLATION_OMISSION.finding(
             "translation_omission",
-            "Translation leaves out part of the source",
             f"The {target} translation has {word_count(output)} words where the reference has {shortest}: part of the "
             f"source is not translated.",
             (Evidence(f"Translates all of the source into {target}", quote),),
         )
-    return Finding(
+    return INACCURATE_TRANSLATION.finding(
         "translation_quality",
-        "Translation judged inaccurate",
         f"The output is a {target} translation, as asked, but was scored a failure; no omission, untranslated word or "
         f"format problem is visible, so the error is in its wording or meaning.",
         (Evidence(f"Translates the source accurately into {target}", quote),),

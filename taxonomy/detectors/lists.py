@@ -16,7 +16,16 @@ concluded: a list with other words in it is not read.
 
 from __future__ import annotations
 
-from .base import Evidence, Finding, Look, gold_refs, output_of, shorten
+from .base import (
+    PART_OF_ANSWER,
+    Evidence,
+    Finding,
+    Look,
+    Title,
+    gold_refs,
+    output_of,
+    shorten,
+)
 from .choice import is_multiple_choice
 from .normalise import ITEMS, marked_answer, normalise
 from .shape import asks_for_order, strip_template_tokens
@@ -38,6 +47,9 @@ def final_list(out: str) -> str | None:
         return marked.rstrip(" .")
     last = out.splitlines()[-1]
     return (last.rsplit(":", 1)[-1] if ":" in last else last).strip().rstrip(" .") or None
+
+
+WRONG_ORDER = Title("Puts the items in the wrong order", "Reasoning Error")
 
 
 def detect_list_answer(rec: dict) -> Finding | Look | None:
@@ -65,17 +77,15 @@ def detect_list_answer(rec: dict) -> Finding | Look | None:
         if sorted(got) == sorted(want):
             if not ordered:
                 return None
-            return Finding(
+            return WRONG_ORDER.finding(
                 "list_answer",
-                "Puts the items in the wrong order",
                 f"The answer lists the reference's {len(want)} items, each once, but in another order: "
                 f"\"{shorten(said, 80)}\" where the reference has \"{shorten(ref, 80)}\".",
                 (Evidence(f"Orders the items as the task asks (\"{shorten(ref, 60)}\")", said if said in out else None),),
             )
         missing = [i for i in want if i not in got]
-        return Finding(
+        return PART_OF_ANSWER.finding(
             "list_answer",
-            "Gives only part of the answer",
             f"The answer lists {len(got)} of the reference's {len(want)} items and leaves out "
             + ", ".join(f"\"{' '.join(m)}\"" for m in missing[:5]) + ".",
             (Evidence("Lists every item the reference does", said if said in out else None),)

@@ -46,13 +46,42 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
-from .base import (STOPWORDS, Evidence, Finding, Look, answer_number, gold_refs, input_of, labelled_items, numbers_in,
-                   output_of, question_of, sentences, shorten, task_of, unit_of, word_count)
+from ..catalog import NO_ERROR
+from .base import (
+    PART_OF_ANSWER,
+    STOPWORDS,
+    Evidence,
+    Finding,
+    Look,
+    Title,
+    answer_number,
+    gold_refs,
+    input_of,
+    labelled_items,
+    numbers_in,
+    output_of,
+    question_of,
+    sentences,
+    shorten,
+    task_of,
+    unit_of,
+    word_count,
+)
 from .choice import chosen_option, gold_option, is_multiple_choice, options
 from .constraints import violations
 from .language import main_script
-from .normalise import (ITEMS, NEGATION, Text, find_span, list_items, marked_answer, match_span, normalise,
-                        same_form, tokens_equal)
+from .normalise import (
+    ITEMS,
+    NEGATION,
+    Text,
+    find_span,
+    list_items,
+    marked_answer,
+    match_span,
+    normalise,
+    same_form,
+    tokens_equal,
+)
 from .shape import TEMPLATE_TOKEN, asks_for_order
 
 
@@ -210,6 +239,9 @@ def _quote_span(out: str, ref_tokens: list[str]) -> str:
     return out.strip()
 
 
+CORRECT_OPTION_UNREAD = Title("Chooses the correct option in a form the metric did not read", NO_ERROR)
+
+
 def _chose_the_gold(rec: dict) -> Finding | None:
     """Multiple choice where the output names the gold option, and only it, in a form the metric
     did not read ("Answer: d) Dowry death" against "d) Dowry death"). Chat-template tokens around
@@ -219,9 +251,8 @@ def _chose_the_gold(rec: dict) -> Finding | None:
         return None
     text = shorten(str(options(rec)[key]), 60)
     out = output_of(rec).strip()
-    return Finding(
+    return CORRECT_OPTION_UNREAD.finding(
         "reference_match",
-        "Chooses the correct option in a form the metric did not read",
         f"The answer \"{shorten(out, 60)}\" names option {key} (\"{text}\"), the correct one; the failure is the "
         f"scoring's reading of its form, not the model's choice.",
         (Evidence(f"Picks the correct option {key}", out if len(out) <= 200 else None),),
@@ -252,6 +283,9 @@ def near_miss(rec: dict) -> Look | None:
     return None
 
 
+MATCHES_REFERENCE = Title("Matches the reference once normalised", NO_ERROR)
+
+
 def detect_reference_match(rec: dict) -> Finding | Look | None:
     if output_of(rec).strip() and is_multiple_choice(rec):
         return _chose_the_gold(rec)
@@ -270,9 +304,8 @@ def detect_reference_match(rec: dict) -> Finding | Look | None:
                   f"{metric} scored it as a failure")
         summary = (f"The output \"{shorten(quote, 60)}\" is the reference's own text, so the failure is the "
                    f"scoring's, not the model's.")
-    return Finding(
+    return MATCHES_REFERENCE.finding(
         "reference_match",
-        "Matches the reference once normalised",
         summary,
         (Evidence(f"Says what the reference says (\"{shorten(ref, 60)}\")", quote if quote in output_of(rec) else None),),
         no_model_error=reason,
@@ -342,6 +375,9 @@ def gives_no_answer_verdict(text: str) -> bool:
     return bool(_VERDICT.search(text))
 
 
+NO_ANSWER_VERDICT = Title("Gives the no-answer verdict the reference gives", NO_ERROR)
+
+
 def _verdict_given(rec: dict) -> Finding | Look | None:
     """The no-answer verdict where the task offers it: the reference's own verdict in other words
     is no model error; against a reference that is an answer, the verdict is wrong, and why the
@@ -349,9 +385,8 @@ def _verdict_given(rec: dict) -> Finding | Look | None:
     refs = gold_refs(rec)
     out = output_of(rec).strip()
     if refs and all(_VERDICT.fullmatch(r.strip(" .").casefold()) for r in refs):
-        return Finding(
+        return NO_ANSWER_VERDICT.finding(
             "no_answer_verdict",
-            "Gives the no-answer verdict the reference gives",
             f"The task offers a verdict for questions the input does not answer; the reference is that verdict "
             f"(\"{shorten(refs[0], 40)}\") and the output gives it in other words: \"{shorten(out, 60)}\".",
             (Evidence(f"Gives the verdict \"{shorten(refs[0], 40)}\"", _head_sentence(out)),),
@@ -365,6 +400,10 @@ def _verdict_given(rec: dict) -> Finding | Look | None:
 def _head_sentence(out: str) -> str | None:
     first = sentences(out)
     return first[0].strip() if first else None
+
+
+FALSE_NO_ANSWER = Title("Claims the input lacks an answer it gives", "Refusal")
+TRUE_NO_ANSWER = Title("Says the documents lack the answer, and they do", NO_ERROR)
 
 
 def detect_no_answer_claim(rec: dict) -> Finding | Look | None:
@@ -388,16 +427,14 @@ def detect_no_answer_claim(rec: dict) -> Finding | Look | None:
     body = normalise(input_of(rec)).tokens  # given anywhere in the input, the question included
     present = [r for r in refs if normalise(r).tokens and _found_in(r, body)]
     if present:
-        return Finding(
+        return FALSE_NO_ANSWER.finding(
             "false_no_answer",
-            "Claims the input lacks an answer it gives",
             f"The model says the input does not give the answer, but it does: \"{shorten(present[0], 60)}\".",
             (Evidence(f"Finds \"{shorten(present[0], 60)}\" in the input", quote),),
         )
     if word_count(passage) >= SOURCE_MIN_WORDS and all(_name_like(v) for r in refs for v in _searchable(r)):
-        return Finding(
+        return TRUE_NO_ANSWER.finding(
             "true_no_answer",
-            "Says the documents lack the answer, and they do",
             f"The model says the input does not give the answer, and no reference (\"{shorten(refs[0], 40)}\") occurs in "
             f"it: the documents it was given lack the answer.",
             (Evidence("Answers from the documents given", quote),),
@@ -430,9 +467,8 @@ def detect_partial_answer(rec: dict) -> Finding | None:
         covered = {x for i in present for x in found[i]}
         extra = [t for t in said if t not in STOPWORDS and not any(same_form(t, x) for x in covered | set(question))]
         if present and missing and not extra:
-            return Finding(
+            return PART_OF_ANSWER.finding(
                 "partial_answer",
-                "Gives only part of the answer",
                 f"The answer names {', '.join(repr(p) for p in present)} but not {', '.join(repr(m) for m in missing)}, "
                 f"which the reference \"{shorten(ref, 60)}\" also requires.",
                 tuple(Evidence(f"Also names \"{m}\"") for m in missing),
@@ -444,6 +480,9 @@ def _passage(rec: dict) -> str:
     """The input without its question: the passage, transcript or documents the model was given."""
     source, question = input_of(rec), question_of(rec)
     return source[: source.rfind(question)] if question and question in source else source
+
+
+RETRIEVAL_MISS = Title("The documents given do not contain the answer", NO_ERROR)
 
 
 def detect_retrieval_miss(rec: dict) -> Finding | None:
@@ -465,9 +504,8 @@ def detect_retrieval_miss(rec: dict) -> Finding | None:
     body = normalise(input_of(rec)).tokens  # given anywhere in the input, the question included
     if any(_found_in(r, body) for r in refs):
         return None
-    return Finding(
+    return RETRIEVAL_MISS.finding(
         "retrieval_miss",
-        "The documents given do not contain the answer",
         f"None of the documents the model was given mentions the reference answer (\"{shorten(refs[0], 40)}\"), so it "
         f"could not have read it there.",
         (Evidence("Answers from the documents given"),),

@@ -225,9 +225,9 @@ def test_an_lmeval_doc_field_names_the_cluster(tmp_path):
     """`--cluster gsm8k=passage_id`: each sample's doc field is its question's cluster; a sample
     without the field is an error naming it, and nothing is written."""
     import duckdb
+    from lmeval_gen import STAMP, lmeval_results, lmeval_sample
 
     from ingest.cli import main as ingest_main
-    from tests.ingest.test_wild_logs import STAMP, lmeval_results, lmeval_sample
 
     folder = tmp_path / "org__model"
     folder.mkdir()

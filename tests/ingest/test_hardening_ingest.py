@@ -4,7 +4,6 @@ store holds afterwards."""
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import signal
@@ -19,42 +18,14 @@ import duckdb
 import pytest
 
 from conftest import ROOT, q, run_module
+from child_runs import run_measured, run_unprivileged
+from ingest_inputs import helm_run, preds, write_jsonl
 from ingest import IngestError, ingest_paths
 
 MiB = 1024**2
 
 
-# ---------------------------------------------------------------- building inputs
-
-
-def write_jsonl(path: Path, rows: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
-
-
-def preds(model: str, n: int, start: int = 0) -> list[dict]:
-    return [{"model": model, "instance_id": f"q{i}", "output": f"answer {i}", "correct": i % 2 == 0}
-            for i in range(start, start + n)]
-
-
-def helm_run(folder: Path, name: str = "mmlu:subject=anatomy,model=m_a", model: str = "m/a", n: int = 4,
-             instances: list | None = None, predictions: list | None = None, text_words: int = 3) -> Path:
-    """A minimal HELM run folder in HELM's own layout (run_spec, scenario, display files)."""
-    folder.mkdir(parents=True)
-    (folder / "run_spec.json").write_text(json.dumps({
-        "name": name, "adapter_spec": {"model": model, "method": "generation"},
-        "scenario_spec": {"args": {"subject": "anatomy"}}, "groups": ["mmlu"]}))
-    (folder / "scenario.json").write_text(json.dumps({"name": "mmlu"}))
-    if instances is None:
-        instances = [{"id": f"id{i}", "split": "test", "input": {"text": f"question {i}"},
-                      "references": [{"output": {"text": f"gold {i}"}, "tags": ["correct"]}]} for i in range(n)]
-    if predictions is None:
-        predictions = [{"instance_id": f"id{i}", "train_trial_index": 0,
-                        "predicted_text": " ".join(["word"] * text_words) + f" {i}",
-                        "stats": {"exact_match": float(i % 2)}} for i in range(n)]
-    (folder / "instances.json").write_text(json.dumps(instances))
-    (folder / "display_predictions.json").write_text(json.dumps(predictions))
-    return folder
+# ---------------------------------------------------------------- what a command stored or said
 
 
 def runs_in(db: Path) -> list[tuple]:
@@ -69,20 +40,6 @@ def refused(args, *needles: str) -> str:
     for needle in needles:
         assert needle in result.stderr, (needle, result.stderr)
     return result.stderr
-
-
-def _drop_file_permission_override() -> None:
-    """preexec_fn: this child (root in CI) obeys file modes, as any other user does."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    for cap in (1, 2):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, out of the bounding set
-        if libc.prctl(24, cap, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
-            raise OSError(ctypes.get_errno(), "PR_CAPBSET_DROP")
-
-
-def run_unprivileged(*args) -> subprocess.CompletedProcess:
-    preexec = _drop_file_permission_override if os.geteuid() == 0 else None
-    return subprocess.run([sys.executable, "-m", *map(str, args)], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120, preexec_fn=preexec)
 
 
 # ---------------------------------------------------------------- 5: one command, all or nothing
@@ -437,22 +394,6 @@ def test_workers_fork_only_from_a_single_threaded_process(monkeypatch):
 
 
 HEADER = {"version": 2, "status": "success", "eval": {"task": "bomb", "task_id": "t1", "model": "m/bomb"}}
-# VmHWM, not getrusage's ru_maxrss: Linux carries ru_maxrss across fork + exec, so a child of a
-# large pytest process would report the parent's peak, not its own
-PEAK_RSS = (
-    "import sys\nfrom ingest.cli import main\ncode = main(sys.argv[1:])\n"
-    "hwm = next(l for l in open('/proc/self/status') if l.startswith('VmHWM:')).split()[1]\n"
-    "print('peak_rss_kb', hwm, file=sys.stderr)\nsys.exit(code)\n"
-)
-
-
-def _run_measured(*args) -> tuple[subprocess.CompletedProcess, int]:
-    result = subprocess.run([sys.executable, "-c", PEAK_RSS, *map(str, args)], cwd=ROOT, capture_output=True,
-                            text=True, timeout=300)
-    peak = int(result.stderr.rsplit("peak_rss_kb", 1)[1].split()[0])
-    return result, peak * 1024
-
-
 @pytest.fixture(scope="module")
 def bomb(tmp_path_factory) -> Path:
     """A real zip bomb: 1 GiB of zeros in one sample entry of a 1 MB .eval."""
@@ -468,7 +409,7 @@ def bomb(tmp_path_factory) -> Path:
 
 
 def test_zip_bomb_is_refused_without_inflating_it(bomb, tmp_db):
-    result, peak = _run_measured(bomb, "--db", tmp_db)
+    result, peak = run_measured(bomb, "--db", tmp_db)
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr
     assert f"{bomb}: refused: samples/1_epoch_1.json expands to at least 1.0 GiB, over the 256.0 MiB limit" in result.stderr
@@ -487,7 +428,7 @@ def test_zip_bomb_with_forged_sizes_is_refused_without_inflating_it(bomb, tmp_pa
         raw[at + size_at:at + size_at + 4] = (10).to_bytes(4, "little")
     liar = tmp_path / "liar.eval"
     liar.write_bytes(raw)
-    result, peak = _run_measured(liar, "--db", tmp_db)
+    result, peak = run_measured(liar, "--db", tmp_db)
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr
     assert f"{liar}: corrupt or truncated .eval archive (Bad CRC-32 for file 'samples/1_epoch_1.json')" in result.stderr

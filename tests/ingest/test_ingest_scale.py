@@ -14,13 +14,14 @@ from pathlib import Path
 
 import pytest
 
+from child_runs import run_measured
 from conftest import FIXTURES, ROOT, q, requires_fixtures, run_module
 from helm_gen import Case, Run, write_run, write_schema
 from ingest import IngestError, ingest_paths
 from ingest.report import OWN_TABLE
+from ingest_inputs import helm_run, preds, write_jsonl
 from store import staging
 from store_tables import differing_tables
-from tests.ingest.test_hardening_ingest import _run_measured, helm_run, preds, write_jsonl
 
 MiB = 1024**2
 
@@ -67,7 +68,7 @@ def test_a_200k_prediction_suite_ingests_under_a_memory_limit(tmp_path, monkeypa
     # one process, so that its own high-water mark is the ingest's peak (no workers)
     monkeypatch.setenv("FAULTLINE_PARALLEL_MIN_BYTES", str(10**12))
     db = tmp_path / "big.duckdb"
-    result, peak = _run_measured(suite, "--db", db)
+    result, peak = run_measured(suite, "--db", db)
     assert result.returncode == 0, result.stderr
     assert "ingested 200 runs, 200,000 predictions, 80,014 failures" in result.stdout
     assert peak < MEMORY_LIMIT, f"peak {peak / MiB:.0f} MiB"

@@ -80,3 +80,36 @@ def test_a_suite_is_walked_once(tmp_path, monkeypatch):
     summary = ingest_paths([tmp_path], db=tmp_path / "s.duckdb")
     assert summary.runs == 2 and any("notes.txt" in p for paths in summary.skipped.values() for p in paths)
     assert walks == [tmp_path]
+
+
+def test_each_head_is_read_once_within_the_command_and_the_scan_ends_with_it(tmp_path, monkeypatch):
+    """Each file's head is read once however many readers look at it; the scan belongs to the
+    command's block (ingest/scan.py), not to the process: gone after it, and another thread
+    running during it reads afresh."""
+    import threading
+
+    from ingest import files, ingest_paths, scan
+
+    suite = _suite(tmp_path)
+    (suite / "notes.txt").write_text("not a log")
+    reads = []
+    real_head = files._head
+    monkeypatch.setattr(files, "_head", lambda path, size: reads.append(path.name) or real_head(path, size))
+    ingest_paths([tmp_path], db=tmp_path / "s.duckdb")
+    assert sorted(reads) == sorted(set(reads)) and "notes.txt" in reads
+    assert scan.current() is None
+
+    reads.clear()
+    elsewhere = []
+    with scan.scanning() as outer:
+        with scan.scanning() as inner:
+            assert inner is outer  # a block inside another shares its scan
+        files.head(suite / "notes.txt", 4)
+        files.head(suite / "notes.txt", 9)
+        thread = threading.Thread(target=lambda: elsewhere.append((scan.current(), files.head(suite / "notes.txt", 4))))
+        thread.start()
+        thread.join()
+    assert reads == ["notes.txt", "notes.txt"]  # the block's once, the other thread's once
+    assert elsewhere == [(None, b"not ")]
+    files.head(suite / "notes.txt", 4)
+    assert reads == ["notes.txt"] * 3 and scan.current() is None

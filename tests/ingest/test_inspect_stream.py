@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import q
 from pydantic import TypeAdapter
-from tests.ingest.test_transcripts import EXPECTED, STEPS, agent_sample, write_eval
+from inspect_gen import EXPECTED, STEPS, agent_sample, write_eval
 
 from core.records import StepRecord
 from ingest import IngestError, Transcript, ingest_paths

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from conftest import run_module
-from tests.ingest.test_scores_as_given import inspect_log
+from inspect_gen import inspect_log
 
 MIMIC = "--scale 'x=LOW:HIGH'"  # what a flag asked for looks like in a message
 
@@ -34,7 +34,7 @@ def _ingest(tmp_path: Path, *args) -> tuple[int, dict]:
 
 
 def _asks(*triples: tuple[str, str, str]) -> list[dict]:
-    return [{"flag": f, "dataset": d, "placeholder": p} for f, d, p in triples]
+    return [{"flag": f, "key": d, "placeholder": p} for f, d, p in triples]
 
 
 def test_a_load_refused_for_want_of_a_scale_writes_exactly_the_flags_it_asks_for(tmp_path):

@@ -7,12 +7,11 @@ Faultline's number rounds to it."""
 from __future__ import annotations
 
 import json
-import zipfile
-from pathlib import Path
 
 import pytest
 
 from conftest import q, run_module
+from inspect_gen import inspect_log
 from ingest import IngestError, ReadOptions, ingest_paths
 from core.verdicts import PassConfig
 
@@ -20,24 +19,6 @@ from core.verdicts import PassConfig
 # 1 no answer. Inspect's accuracy() is the mean of value_to_float: (14 + 3 * 0.5) / 26 = 15.5 / 26.
 GRADES = ["C"] * 14 + ["P"] * 3 + ["I"] * 8 + ["N"]
 HEADLINE = 15.5 / 26  # 0.5961538461538461: "59.6%"
-
-
-def inspect_log(path: Path, task: str, values: list, *, results: list | None = None, model: str = "org/m",
-                run_id: str = "run", created: str = "2025-03-01T10:00:00+00:00", extra_scores=None) -> Path:
-    """An Inspect .eval archive: one sample per value, graded by the scorer `grader`."""
-    header = {
-        "version": 2, "status": "success",
-        "eval": {"task": task, "task_id": f"{task}-{run_id}", "run_id": run_id, "model": model, "created": created},
-        "results": {"total_samples": len(values), "completed_samples": len(values), "scores": results or []},
-    }
-    with zipfile.ZipFile(path, "w") as archive:
-        archive.writestr("header.json", json.dumps(header))
-        for n, value in enumerate(values):
-            scores = {"grader": {"value": value, "explanation": "graded"}, **((extra_scores or {}).get(n, {}))}
-            sample = {"id": n, "epoch": 1, "input": f"question {n}", "target": "answer",
-                      "output": {"completion": f"answer {n}"}, "scores": scores}
-            archive.writestr(f"samples/{n}_epoch_1.json", json.dumps(sample))
-    return path
 
 
 def accuracy(value: float, name: str = "grader", scorer: str = "grader", metric: str = "accuracy") -> list[dict]:

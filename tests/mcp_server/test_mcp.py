@@ -22,6 +22,7 @@ from mcp import Client
 from scipy.stats import binomtest
 
 from conftest import MMLU_SUITE, ROOT, q
+from mcp_session import session
 from seed_store import seed
 from stats import cli
 from mcp_server.answers import Settings, answer
@@ -37,20 +38,6 @@ HA, HB = "groq/llama3-8b-8192", "together/Llama-3-70b-chat-hf"
 
 
 # --- helpers -------------------------------------------------------------------------------
-
-def session(target, batch: list[tuple[str, dict]], mode: str = "auto") -> list[tuple[str, bool]]:
-    """(text, is_error) of each call, made in one session of the SDK's client."""
-    async def go():
-        out = []
-        async with Client(target, mode=mode) as client:
-            for tool, args in batch:
-                result = await client.call_tool(tool, args)
-                assert len(result.content) == 1 and result.content[0].type == "text"
-                out.append((result.content[0].text, bool(result.is_error)))
-        return out
-
-    return anyio.run(go)
-
 
 def ask(db, tool: str, mode: str = "auto", **args) -> tuple[dict, bool]:
     (text, is_error), = session(build_server(Settings(db=str(db), base_url=BASE)), [(tool, args)], mode)
@@ -585,7 +572,7 @@ def test_a_session_of_every_tool_writes_nothing(demo_db, tmp_path):
 
 
 def test_a_store_from_an_older_faultline_is_never_upgraded(demo_db, tmp_path):
-    from tests.store.test_store_upgrade import older_copy
+    from older_stores import older_copy
 
     old = older_copy(demo_db, tmp_path / "old.duckdb")
     before = digest(old)
@@ -674,7 +661,7 @@ def test_the_documented_examples_are_the_demo_stores_answers(demo_db):
 def test_question_summarises_an_agent_runs_transcript(tmp_path):
     """An agent run's steps, summarised per model: the counts equal the store's, the tools, the
     first step the log marks as an error, the last step; and the analysis's first error step."""
-    from tests.ingest.test_transcripts import agent_sample, write_eval
+    from inspect_gen import agent_sample, write_eval
 
     from conftest import run_module
     from ingest import ingest_paths

@@ -172,3 +172,50 @@ def test_a_toy_source_added_as_this_page_says_loads(tmp_path, monkeypatch):
             ("q1", True), ("q2", False), ("q3", True)]
     finally:
         con.close()
+
+
+# the tests mirror the floors: tests/<floor>/test_*.py, the project's own checks in tests/project/,
+# and what several test modules share in support modules at tests/ (conftest.py for fixtures)
+TEST_FOLDERS = (*LAYERS, "project")
+
+
+def _test_modules_imported(path: Path, test_modules: set[str]) -> list[str]:
+    """The test modules (by file stem) `path` imports anywhere in its text, in any spelling:
+    `tests.ui.test_browser`, `test_browser`, `from tests.ui import test_browser`."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+        elif isinstance(node, ast.ImportFrom):  # from . import test_x
+            names = [a.name for a in node.names]
+        else:
+            continue
+        found += [n for n in names if n.rpartition(".")[2] in test_modules]
+    return found
+
+
+def test_every_test_module_sits_in_the_folder_of_a_floor():
+    misplaced = [str(p.relative_to(ROOT / "tests")) for p in sorted((ROOT / "tests").rglob("test_*.py"))
+                 if len(p.relative_to(ROOT / "tests").parts) != 2 or p.parent.name not in TEST_FOLDERS]
+    assert misplaced == []
+
+
+def test_no_test_module_imports_another():
+    """Nor does a support module or conftest.py: what tests share lives at tests/."""
+    stems = {p.stem for p in (ROOT / "tests").rglob("test_*.py")}
+    imports = {str(p.relative_to(ROOT)): found for p in sorted((ROOT / "tests").rglob("*.py"))
+               if (found := _test_modules_imported(p, stems))}
+    assert imports == {}
+
+
+def test_the_test_import_check_sees_every_spelling(tmp_path):
+    """The check above can fail: a test module imported by its package path, by its bare name (its
+    folder is on sys.path), from its package, or inside a function."""
+    module = tmp_path / "test_user.py"
+    module.write_text("from tests.ui.test_browser import chromium\nimport tests.store.test_store\n"
+                      "from tests.ui import test_pages\nfrom browser_kit import settled\n"
+                      "def test_x():\n    from test_spending import PRICED\n")
+    assert sorted(_test_modules_imported(module, {"test_browser", "test_store", "test_pages", "test_spending"})) == [
+        "test_spending", "tests.store.test_store", "tests.ui.test_browser", "tests.ui.test_pages"]

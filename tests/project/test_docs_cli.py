@@ -66,3 +66,13 @@ def test_readme_shows_a_screenshot_kept_in_the_repository():
     for image in images:
         path = ROOT / image
         assert path.is_file() and path.stat().st_size < 300_000, image
+
+
+def test_the_glossary_of_counts_on_the_stats_page_is_the_one_every_surface_uses():
+    """docs/stats.md prints core/counts.py's glossary as it is; no two counts share a name."""
+    from core.counts import GLOSSARY, glossary_markdown
+
+    text = (DOCS / "stats.md").read_text(encoding="utf-8")
+    shown = text.split("<!-- glossary -->\n", 1)[1].split("\n<!-- /glossary -->", 1)[0]
+    assert shown == glossary_markdown()
+    assert len({c.name for c in GLOSSARY}) == len(GLOSSARY) == 6

@@ -72,3 +72,45 @@ def test_core_schema_declares_the_migrated_tables_columns(tmp_db):
         assert {c: run_types[c] for c in schema.RUN_TYPES} == {c: duck[str(t)] for c, t in schema.RUN_TYPES.items()}
     finally:
         con.close()
+
+
+# Each table the analysis, reviews and calibration write: the columns core/schema.py declares its
+# inserts name, and those the table fills itself or that are set apart from the declared row.
+WRITTEN = {
+    "taxonomies": ("TAXONOMY_COLUMNS", ()),
+    "llm_cache": ("LLM_CACHE_COLUMNS", ("created_at",)),
+    "llm_calls": ("LLM_CALL_COLUMNS", ("call_id", "batch_id")),
+    "llm_batches": ("LLM_BATCH_COLUMNS", ("batch_id", "provider_status", "collected_at", "cost_usd")),
+    "analyses": (("ANALYSIS_COLUMNS", "ANALYSIS_STEP_COLUMNS"), ("created_at",)),
+    "classifications": ("CLASSIFICATION_COLUMNS", ("created_at",)),
+    "verifications": ("VERIFICATION_COLUMNS", ("created_at",)),
+    "failure_labels": ("FAILURE_LABEL_COLUMNS", ()),
+    "latest_outcomes": ("LATEST_OUTCOME_COLUMNS", ()),
+    "latest_labels": ("LATEST_LABEL_COLUMNS", ()),
+    "reviews": ("REVIEW_COLUMNS", ("review_id",)),
+    "review_samples": ("REVIEW_SAMPLE_COLUMNS", ()),
+    "calibrations": ("CALIBRATION_COLUMNS", ()),
+}
+
+
+def test_core_schema_declares_the_columns_every_write_names(tmp_db):
+    """Every column tuple core/schema.py declares for a written table names columns the migrated
+    table has, each once, and with the columns the table fills itself, all of them."""
+    from core import schema
+
+    with write_session(tmp_db):
+        pass
+    con = duckdb.connect(str(tmp_db), read_only=True)
+    try:
+        for table, (names, rest) in WRITTEN.items():
+            declared = [c for name in ((names,) if isinstance(names, str) else names) for c in getattr(schema, name)]
+            actual = [r[0] for r in con.execute("SELECT column_name FROM information_schema.columns "
+                                                "WHERE table_schema = 'main' AND table_name = ?", [table]).fetchall()]
+            assert len(declared) == len(set(declared)), table
+            assert sorted(actual) == sorted([*declared, *rest]), table
+    finally:
+        con.close()
+    # every declared tuple of a written table is held to its table here
+    tuples = {n for n in vars(schema) if n.endswith("_COLUMNS")} - {"INSTANCE_COLUMNS", "PREDICTION_COLUMNS", "RUN_COLUMNS",
+                                                                     "STEP_COLUMNS"}
+    assert tuples == {n for names, _ in WRITTEN.values() for n in ((names,) if isinstance(names, str) else names)}

@@ -71,7 +71,7 @@ def test_the_analysis_of_a_transcript_comes_with_its_step(analysed):
 
 
 def test_instances_shows_a_transcripts_first_error_step_and_checks_its_quote_against_the_step(analysed, monkeypatch):
-    from tests.ui.test_pages import run_page
+    from page_kit import run_page
 
     monkeypatch.setenv("FAULTLINE_DB", str(analysed))
     at = run_page("pages/instances.py", instance="agent-bench:late")

@@ -17,54 +17,9 @@ import pytest
 
 from store import remote
 from tests.store_server import StoreServer
-from tests.store.test_remote_store import _accuracy, _env, _rows, _store
+from remote_kit import accuracy_of, cut_short, damaged_copy, graded_rows, loop, remote_env, served, silent, store_of, trickle
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def trickle(data: bytes, every: float, size: int = 1):
-    """200 with the full Content-Length, then `size` bytes every `every` seconds."""
-    def answer(h):
-        h.send_response(200)
-        h.send_header("Content-Length", str(len(data)))
-        h.end_headers()
-        for i in range(0, len(data), size):
-            h.wfile.write(data[i:i + size])
-            h.wfile.flush()
-            time.sleep(every)
-    return answer
-
-
-def silent(h):
-    time.sleep(30)  # accepts, reads the request, never answers
-
-
-def cut_short(data: bytes):
-    def answer(h):
-        h.send_response(200)
-        h.send_header("Connection", "close")  # no Content-Length: the end of the body is the close
-        h.end_headers()
-        h.wfile.write(data[: len(data) // 2])
-        h.close_connection = True
-    return answer
-
-
-def served(data: bytes, headers: dict):
-    def answer(h):
-        h.send_response(200)
-        h.send_header("Content-Length", str(len(data)))
-        for k, v in headers.items():
-            h.send_header(k, v)
-        h.end_headers()
-        h.wfile.write(data)
-    return answer
-
-
-def loop(h):
-    h.send_response(302)
-    h.send_header("Location", h.path)
-    h.send_header("Content-Length", "0")
-    h.end_headers()
 
 
 def _copies(tmp_path: Path) -> list[Path]:
@@ -72,27 +27,18 @@ def _copies(tmp_path: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.suffix == ".duckdb") if folder.exists() else []
 
 
-def _damaged(good: bytes) -> bytes:
-    """The store with one byte flipped in a data block (every block carries a checksum)."""
-    data = bytearray(good)
-    offset = 3 * 4096 + 2 * 262144 + 1000  # inside the third block after the headers
-    assert len(data) > offset
-    data[offset] ^= 0xFF
-    return bytes(data)
-
-
 @pytest.fixture
 def store_bytes(tmp_path) -> bytes:
-    return _store(tmp_path / "published.duckdb", _rows(3000, 3))
+    return store_of(tmp_path / "published.duckdb", graded_rows(3000, 3))
 
 
 def test_a_trickling_server_cannot_hold_a_command_past_the_deadline(tmp_path, store_bytes):
-    env = _env(tmp_path, FAULTLINE_REMOTE_DEADLINE="3", FAULTLINE_REMOTE_TIMEOUT="60")
+    env = remote_env(tmp_path, FAULTLINE_REMOTE_DEADLINE="3", FAULTLINE_REMOTE_TIMEOUT="60")
     with StoreServer() as srv:
         srv.special["/s.duckdb"] = trickle(store_bytes, 0.2)
         url = srv.url("/s.duckdb")
         started = time.monotonic()
-        r = _accuracy(url, env)
+        r = accuracy_of(url, env)
         took = time.monotonic() - started
     assert r.returncode == 2 and took < 20, (took, r.stderr)
     assert r.stderr.startswith(f"error: {url}: cannot read the store: the download took longer than 3 s "
@@ -103,14 +49,14 @@ def test_a_trickling_server_cannot_hold_a_command_past_the_deadline(tmp_path, st
 
 
 def test_a_stalled_download_stops_and_the_verified_copy_is_used(tmp_path, store_bytes):
-    env = _env(tmp_path, FAULTLINE_REMOTE_TIMEOUT="1", FAULTLINE_REMOTE_TTL="0")
+    env = remote_env(tmp_path, FAULTLINE_REMOTE_TIMEOUT="1", FAULTLINE_REMOTE_TTL="0")
     with StoreServer({"/s.duckdb": store_bytes}) as srv:
         url = srv.url("/s.duckdb")
-        good = _accuracy(url, env)
+        good = accuracy_of(url, env)
         assert good.returncode == 0, good.stderr
         srv.special["/s.duckdb"] = trickle(store_bytes, 0.1)
         started = time.monotonic()
-        r = _accuracy(url, env)
+        r = accuracy_of(url, env)
         took = time.monotonic() - started
     assert r.returncode == 0 and took < 15, (took, r.stderr)
     assert r.stdout == good.stdout
@@ -155,7 +101,7 @@ def test_pages_show_the_verified_copy_and_its_age_while_a_newer_one_trickles(tmp
     monkeypatch.setenv("FAULTLINE_REMOTE_DEADLINE", "60")
     with StoreServer({"/s.duckdb": store_bytes}) as srv:
         url = srv.url("/s.duckdb")
-        good = _accuracy(url, _env(tmp_path))
+        good = accuracy_of(url, remote_env(tmp_path))
         assert good.returncode == 0, good.stderr
         # fast enough not to count as stalled (64 KiB a second), slow enough to take a while
         srv.special["/s.duckdb"] = trickle(store_bytes, 0.5, size=48 * 1024)
@@ -165,7 +111,7 @@ def test_pages_show_the_verified_copy_and_its_age_while_a_newer_one_trickles(tmp
         at.run()
         assert time.monotonic() - started < 15
         assert not at.exception and not at.error
-        assert {m.label: m.value for m in at.metric}["Predictions"] == "3,000"
+        assert {m.label: m.value for m in at.metric}["Loaded predictions"] == "3,000"
         time.sleep(1.5)
         at.run()
         # as the page shows it (Markdown escapes taken out)
@@ -173,7 +119,7 @@ def test_pages_show_the_verified_copy_and_its_age_while_a_newer_one_trickles(tmp
         assert f"{url}: checking for a newer copy (running for" in warning
         assert "slow or stuck: it is stopped at 60 s (FAULTLINE_REMOTE_DEADLINE)" in warning
         assert "showing the verified copy fetched" in warning and "s ago" in warning
-        assert {m.label: m.value for m in at.metric}["Predictions"] == "3,000"
+        assert {m.label: m.value for m in at.metric}["Loaded predictions"] == "3,000"
     remote._memo.clear()
     remote._running.clear()
 
@@ -186,23 +132,23 @@ def test_a_server_that_never_answers_does_not_hold_a_page(tmp_path, monkeypatch,
     monkeypatch.setenv("FAULTLINE_REMOTE_TTL", "0")
     with StoreServer({"/s.duckdb": store_bytes}) as srv:
         url = srv.url("/s.duckdb")
-        assert _accuracy(url, _env(tmp_path)).returncode == 0
+        assert accuracy_of(url, remote_env(tmp_path)).returncode == 0
         srv.special["/s.duckdb"] = silent
         monkeypatch.setenv("FAULTLINE_DB", url)
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
         started = time.monotonic()
         at.run()
         assert time.monotonic() - started < 10  # the unfixed page waited the 30 s socket timeout
-        assert not at.exception and {m.label: m.value for m in at.metric}["Predictions"] == "3,000"
+        assert not at.exception and {m.label: m.value for m in at.metric}["Loaded predictions"] == "3,000"
     remote._memo.clear()
     remote._running.clear()
 
 
 @pytest.mark.parametrize("answer", ["damaged", "cut short", "web page", "wrong checksum", "wrong digest header"])
 def test_a_bad_download_never_replaces_the_verified_copy(tmp_path, store_bytes, answer):
-    env = _env(tmp_path, FAULTLINE_REMOTE_TTL="0")
-    other = _store(tmp_path / "other.duckdb", _rows(3000, 2))
-    bad = {"damaged": lambda: served(_damaged(other), {}),
+    env = remote_env(tmp_path, FAULTLINE_REMOTE_TTL="0")
+    other = store_of(tmp_path / "other.duckdb", graded_rows(3000, 2))
+    bad = {"damaged": lambda: served(damaged_copy(other), {}),
            "cut short": lambda: cut_short(other),
            "web page": lambda: served(b"<!DOCTYPE html><html>sign in</html>", {"Content-Type": "text/html; charset=utf-8"}),
            "wrong checksum": lambda: served(other, {}),
@@ -210,12 +156,12 @@ def test_a_bad_download_never_replaces_the_verified_copy(tmp_path, store_bytes, 
     with StoreServer({"/s.duckdb": store_bytes}) as srv:
         url = srv.url("/s.duckdb")
         pinned = url + "#sha256=" + hashlib.sha256(store_bytes).hexdigest() if answer == "wrong checksum" else url
-        good = _accuracy(pinned, env)
+        good = accuracy_of(pinned, env)
         assert good.returncode == 0, good.stderr
         (copy,) = _copies(tmp_path)
         kept = hashlib.sha256(copy.read_bytes()).hexdigest()
         srv.special["/s.duckdb"] = bad()
-        r = _accuracy(pinned, env)
+        r = accuracy_of(pinned, env)
         assert r.returncode == 0, r.stderr
         assert r.stdout == good.stdout  # the verified copy's numbers, not the bad file's
         assert hashlib.sha256(copy.read_bytes()).hexdigest() == kept and _copies(tmp_path) == [copy]
@@ -233,7 +179,7 @@ def test_a_bad_download_never_replaces_the_verified_copy(tmp_path, store_bytes, 
         assert "Traceback" not in r.stderr and "showing the" in note
         # without a verified copy, the same answer is refused with the same reason
         shutil.rmtree(tmp_path / "cache")
-        fresh = _accuracy(pinned, env)
+        fresh = accuracy_of(pinned, env)
     assert fresh.returncode == 2 and "Traceback" not in fresh.stderr and _copies(tmp_path) == []
     assert not [p for p in (tmp_path / "cache").iterdir() if p.name.startswith(".part-")]
 
@@ -245,7 +191,7 @@ def test_a_published_checksum_that_matches_is_accepted(tmp_path, store_bytes):
     with StoreServer() as srv:
         srv.special["/s.duckdb"] = served(store_bytes, {"x-amz-checksum-sha256": base64.b64encode(digest).decode(),
                                                         "Repr-Digest": f"sha-256=:{base64.b64encode(digest).decode()}:"})
-        r = _accuracy(srv.url("/s.duckdb") + "#sha256=" + digest.hex(), _env(tmp_path))
+        r = accuracy_of(srv.url("/s.duckdb") + "#sha256=" + digest.hex(), remote_env(tmp_path))
     assert r.returncode == 0, r.stderr
     meta = json.loads(next((tmp_path / "cache").glob("*.source.json")).read_text())
     assert meta["sha256"] == digest.hex()
@@ -254,7 +200,7 @@ def test_a_published_checksum_that_matches_is_accepted(tmp_path, store_bytes):
 def test_a_redirect_loop_answers_in_one_line(tmp_path):
     with StoreServer() as srv:
         srv.special["/s.duckdb"] = loop
-        r = _accuracy(srv.url("/s.duckdb"), _env(tmp_path))
+        r = accuracy_of(srv.url("/s.duckdb"), remote_env(tmp_path))
     assert r.returncode == 2
     assert r.stderr == (f"error: {srv.url('/s.duckdb')}: cannot read the store: the server redirects in a loop or "
                         "nowhere (HTTP 302), and there is no earlier verified copy\n")
@@ -276,7 +222,7 @@ def test_parts_of_killed_downloads_are_removed(tmp_path, store_bytes):
     old.write_bytes(b"z")
     os.utime(old, (time.time() - 2 * 86400, time.time() - 2 * 86400))
     with StoreServer({"/s.duckdb": store_bytes}) as srv:
-        assert _accuracy(srv.url("/s.duckdb"), _env(tmp_path)).returncode == 0
+        assert accuracy_of(srv.url("/s.duckdb"), remote_env(tmp_path)).returncode == 0
     assert not any(p.exists() for p in leftovers) and not old.exists()
     assert mine.exists()  # removed only by its own process (here: this test's)
     mine.unlink()
@@ -360,12 +306,12 @@ def test_a_redirect_to_another_loopback_address_is_refused_without_connecting(tm
     """127.0.0.1 → 127.0.0.2: another host, and a loopback address that is not the store's own;
     listing it in FAULTLINE_REDIRECT_HOSTS does not make it reachable. Nothing connects to it,
     and no byte of the redirect (reason, body, Location's path) is quoted."""
-    env = _env(tmp_path, **({"FAULTLINE_REDIRECT_HOSTS": "127.0.0.2"} if allowed else {}))
+    env = remote_env(tmp_path, **({"FAULTLINE_REDIRECT_HOSTS": "127.0.0.2"} if allowed else {}))
     other = b"TARGET-BODY-MARKER" + b"\x00" * 100
     with StoreServer() as srv, StoreServer({"/LOCATION-MARKER.duckdb": other}, host="127.0.0.2") as there:
         srv.special["/s.duckdb"] = redirect(there.url("/LOCATION-MARKER.duckdb?sig=LOCATION-MARKER"))
         url = srv.url("/s.duckdb")
-        r = _accuracy(url, env)
+        r = accuracy_of(url, env)
         assert there.connections == 0 and there.log == []
     assert r.returncode == 2
     assert r.stderr == "error: " + _refused_by_address(url, "127.0.0.2", "a loopback address other than the "
@@ -374,13 +320,13 @@ def test_a_redirect_to_another_loopback_address_is_refused_without_connecting(tm
 
 
 def test_a_refused_redirect_keeps_the_verified_copy_and_says_why(tmp_path, store_bytes):
-    env = _env(tmp_path, FAULTLINE_REMOTE_TTL="0")
+    env = remote_env(tmp_path, FAULTLINE_REMOTE_TTL="0")
     with StoreServer({"/s.duckdb": store_bytes}) as srv, StoreServer(host="127.0.0.2") as there:
         url = srv.url("/s.duckdb")
-        good = _accuracy(url, env)
+        good = accuracy_of(url, env)
         assert good.returncode == 0, good.stderr
         srv.special["/s.duckdb"] = redirect(there.url("/LOCATION-MARKER.duckdb"), 307)
-        r = _accuracy(url, env)
+        r = accuracy_of(url, env)
         assert there.connections == 0
     assert r.returncode == 0 and r.stdout == good.stdout
     note = r.stderr.splitlines()[0]
@@ -414,15 +360,15 @@ def test_a_same_host_redirect_is_followed(tmp_path, store_bytes):
     """The same host: another path, and (a loopback host) another port. A credential goes to the
     store's own origin only: the same scheme, host and port."""
     token = "hf_sametokensametoken"
-    local = _accuracy(str(tmp_path / "published.duckdb"), _env(tmp_path))
+    local = accuracy_of(str(tmp_path / "published.duckdb"), remote_env(tmp_path))
     with StoreServer({"/datasets/o/r/resolve/main/moved.duckdb": store_bytes}, auth=f"Bearer {token}") as srv, \
             StoreServer({"/blob/s.duckdb": store_bytes}) as cdn:
-        hf_env = _env(tmp_path, HF_ENDPOINT=srv.base, HF_TOKEN=token)
+        hf_env = remote_env(tmp_path, HF_ENDPOINT=srv.base, HF_TOKEN=token)
         srv.special["/datasets/o/r/resolve/main/s.duckdb"] = redirect("/datasets/o/r/resolve/main/moved.duckdb", 307)
-        moved = _accuracy("hf://datasets/o/r/s.duckdb", hf_env)
+        moved = accuracy_of("hf://datasets/o/r/s.duckdb", hf_env)
         srv.special["/datasets/o/r/resolve/main/s.duckdb"] = redirect(cdn.url("/blob/s.duckdb?LOCATION-MARKER=1"))
-        other_port = _accuracy("hf://datasets/o/r/s.duckdb", {**hf_env, "FAULTLINE_CACHE_DIR": str(tmp_path / "c2")})
-        plain = _accuracy(srv.url("/datasets/o/r/resolve/main/s.duckdb"), _env(tmp_path / "plain"))
+        other_port = accuracy_of("hf://datasets/o/r/s.duckdb", {**hf_env, "FAULTLINE_CACHE_DIR": str(tmp_path / "c2")})
+        plain = accuracy_of(srv.url("/datasets/o/r/resolve/main/s.duckdb"), remote_env(tmp_path / "plain"))
     for r in (moved, other_port, plain):
         assert r.returncode == 0, r.stderr
         assert r.stdout == local.stdout
@@ -439,9 +385,9 @@ def test_a_host_the_user_allows_is_followed(tmp_path, store_bytes):
     with StoreServer() as srv, StoreServer({"/s.duckdb": store_bytes}) as there:
         srv.special["/s.duckdb"] = redirect(f"http://localhost:{there.port}/s.duckdb")
         url = srv.url("/s.duckdb")
-        refused = _accuracy(url, _env(tmp_path))
+        refused = accuracy_of(url, remote_env(tmp_path))
         assert there.connections == 0
-        allowed = _accuracy(url, _env(tmp_path, FAULTLINE_REDIRECT_HOSTS="files.example.org, LOCALHOST"))
+        allowed = accuracy_of(url, remote_env(tmp_path, FAULTLINE_REDIRECT_HOSTS="files.example.org, LOCALHOST"))
         assert there.statuses() == [200]
     assert refused.returncode == 2
     assert refused.stderr == (
@@ -458,7 +404,7 @@ def test_a_name_that_resolves_to_a_loopback_address_not_the_stores_is_refused(tm
     with StoreServer(host="127.0.0.2") as srv, StoreServer({"/s.duckdb": store_bytes}) as there:
         srv.special["/s.duckdb"] = redirect(f"http://localhost:{there.port}/s.duckdb")
         url = srv.url("/s.duckdb")
-        r = _accuracy(url, _env(tmp_path, FAULTLINE_REDIRECT_HOSTS="localhost"))
+        r = accuracy_of(url, remote_env(tmp_path, FAULTLINE_REDIRECT_HOSTS="localhost"))
         assert there.connections == 0
     assert r.returncode == 2
     assert r.stderr == "error: " + _refused_by_address(

@@ -11,34 +11,14 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from remote_kit import accuracy_of, graded_rows, remote_env, store_of
 
 from store import remote
 from tests.conftest import requires_fixtures, run_module
 from tests.s3_server import SETUP_KEYS, reader_key, s3_endpoint
-from tests.seed_store import seed
 from tests.store_server import StoreServer
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _rows(n: int, correct_every: int, model: str = "m1") -> list[dict]:
-    return [{"model": model, "dataset": "d", "instance_id": f"i{i}", "is_correct": i % correct_every == 0}
-            for i in range(n)]
-
-
-def _store(path: Path, rows: list[dict]) -> bytes:
-    seed(path, rows)
-    return path.read_bytes()
-
-
-def _env(tmp_path: Path, **extra) -> dict:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("AWS_", "HF_", "FAULTLINE_", "GOOGLE_", "STORAGE_EMULATOR"))}
-    return {**env, "FAULTLINE_CACHE_DIR": str(tmp_path / "cache"), **extra}
-
-
-def _accuracy(db: str, env: dict):
-    return run_module("stats", "accuracy", "--json", "--db", db, env=env)
 
 
 def _cache_files(tmp_path: Path) -> list[str]:
@@ -48,16 +28,16 @@ def _cache_files(tmp_path: Path) -> list[str]:
 
 @requires_fixtures
 def test_accuracy_over_http_equals_the_local_file_and_revalidates_by_etag(mmlu_db, tmp_path):
-    env = _env(tmp_path)
-    local = _accuracy(str(mmlu_db), env)
+    env = remote_env(tmp_path)
+    local = accuracy_of(str(mmlu_db), env)
     assert local.returncode == 0, local.stderr
     with StoreServer({"/stores/mmlu.duckdb": mmlu_db.read_bytes()}) as srv:
         url = srv.url("/stores/mmlu.duckdb")
-        first = _accuracy(url, env)
+        first = accuracy_of(url, env)
         assert first.returncode == 0, first.stderr
         assert json.loads(first.stdout) == json.loads(local.stdout)
         assert len(json.loads(first.stdout)) == 5
-        second = _accuracy(url, env)
+        second = accuracy_of(url, env)
         assert json.loads(second.stdout) == json.loads(local.stdout)
         # downloaded once; the second run asked with the ETag and kept its copy
         assert srv.statuses() == [200, 304]
@@ -66,13 +46,13 @@ def test_accuracy_over_http_equals_the_local_file_and_revalidates_by_etag(mmlu_d
 
 
 def test_a_changed_file_is_fetched_again(tmp_path):
-    v1 = _store(tmp_path / "v1.duckdb", _rows(9, 3))
-    v2 = _store(tmp_path / "v2.duckdb", _rows(10, 2))
-    env = _env(tmp_path)
+    v1 = store_of(tmp_path / "v1.duckdb", graded_rows(9, 3))
+    v2 = store_of(tmp_path / "v2.duckdb", graded_rows(10, 2))
+    env = remote_env(tmp_path)
     with StoreServer({"/s.duckdb": v1}) as srv:
-        before = json.loads(_accuracy(srv.url("/s.duckdb"), env).stdout)
+        before = json.loads(accuracy_of(srv.url("/s.duckdb"), env).stdout)
         srv.put("/s.duckdb", v2)
-        after = json.loads(_accuracy(srv.url("/s.duckdb"), env).stdout)
+        after = json.loads(accuracy_of(srv.url("/s.duckdb"), env).stdout)
         assert srv.statuses() == [200, 200]
     assert [(r["n"], r["correct"]) for r in before] == [(9, 3)]
     assert [(r["n"], r["correct"]) for r in after] == [(10, 5)]
@@ -84,7 +64,7 @@ def test_a_changed_file_is_fetched_again(tmp_path):
 def test_in_process_revalidation_waits_for_the_ttl(tmp_path, monkeypatch):
     monkeypatch.setenv("FAULTLINE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("FAULTLINE_REMOTE_TTL", "3600")
-    data = _store(tmp_path / "v1.duckdb", _rows(4, 2))
+    data = store_of(tmp_path / "v1.duckdb", graded_rows(4, 2))
     with StoreServer({"/s.duckdb": data}) as srv:
         url = srv.url("/s.duckdb")
         remote._memo.clear()
@@ -98,12 +78,12 @@ def test_in_process_revalidation_waits_for_the_ttl(tmp_path, monkeypatch):
 
 
 def test_server_down_uses_the_verified_copy_with_a_note(tmp_path):
-    env = _env(tmp_path)
-    data = _store(tmp_path / "v1.duckdb", _rows(9, 3))
+    env = remote_env(tmp_path)
+    data = store_of(tmp_path / "v1.duckdb", graded_rows(9, 3))
     with StoreServer({"/s.duckdb": data}) as srv:
         url = srv.url("/s.duckdb")
-        fresh = _accuracy(url, env)
-    down = _accuracy(url, env)
+        fresh = accuracy_of(url, env)
+    down = accuracy_of(url, env)
     assert down.returncode == 0, down.stderr
     assert json.loads(down.stdout) == json.loads(fresh.stdout)
     assert "could not be reached" in down.stderr and "may be out of date" in down.stderr
@@ -112,7 +92,7 @@ def test_server_down_uses_the_verified_copy_with_a_note(tmp_path):
 def test_server_down_without_a_copy_is_refused(tmp_path):
     with StoreServer({}) as srv:
         url = srv.url("/s.duckdb")
-    r = _accuracy(url, _env(tmp_path))
+    r = accuracy_of(url, remote_env(tmp_path))
     assert r.returncode == 2
     assert r.stderr.startswith(f"error: {url}: cannot read the store: the server could not be reached")
     assert "no earlier verified copy" in r.stderr and "Traceback" not in r.stderr
@@ -122,15 +102,15 @@ def test_refuses_what_is_not_a_faultline_store(tmp_path):
     plain = tmp_path / "plain.duckdb"
     with duckdb.connect(str(plain)) as con:
         con.execute("CREATE TABLE t AS SELECT 1 AS x")
-    store_bytes = _store(tmp_path / "s.duckdb", _rows(9, 3))
+    store_bytes = store_of(tmp_path / "s.duckdb", graded_rows(9, 3))
     files = {"/junk.duckdb": b"<html>not a database</html>" * 10, "/plain.duckdb": plain.read_bytes(),
              "/big.duckdb": store_bytes}
-    env = _env(tmp_path)
+    env = remote_env(tmp_path)
     with StoreServer(files) as srv:
-        junk = _accuracy(srv.url("/junk.duckdb"), env)
-        bare = _accuracy(srv.url("/plain.duckdb"), env)
-        big = _accuracy(srv.url("/big.duckdb"), {**env, "FAULTLINE_REMOTE_MAX_BYTES": "100000"})
-        missing = _accuracy(srv.url("/gone.duckdb"), env)
+        junk = accuracy_of(srv.url("/junk.duckdb"), env)
+        bare = accuracy_of(srv.url("/plain.duckdb"), env)
+        big = accuracy_of(srv.url("/big.duckdb"), {**env, "FAULTLINE_REMOTE_MAX_BYTES": "100000"})
+        missing = accuracy_of(srv.url("/gone.duckdb"), env)
     assert junk.returncode == bare.returncode == big.returncode == missing.returncode == 2
     assert junk.stderr == (f"error: {srv.url('/junk.duckdb')}: the server sent a web page or XML document, not a "
                            "store file (a login page, an error page or a wrong link?)\n")
@@ -143,8 +123,8 @@ def test_refuses_what_is_not_a_faultline_store(tmp_path):
 
 
 def test_write_commands_refuse_a_url_before_any_download(tmp_path):
-    data = _store(tmp_path / "s.duckdb", _rows(9, 3))
-    env = _env(tmp_path)
+    data = store_of(tmp_path / "s.duckdb", graded_rows(9, 3))
+    env = remote_env(tmp_path)
     with StoreServer({"/s.duckdb": data}) as srv:
         url = srv.url("/s.duckdb")
         ingest = run_module("ingest", str(tmp_path), "--db", url, env=env)
@@ -160,7 +140,7 @@ def test_a_copy_is_never_written(tmp_path, monkeypatch):
     import store
 
     monkeypatch.setenv("FAULTLINE_CACHE_DIR", str(tmp_path / "cache"))
-    data = _store(tmp_path / "s.duckdb", _rows(3, 2))
+    data = store_of(tmp_path / "s.duckdb", graded_rows(3, 2))
     with StoreServer({"/s.duckdb": data}) as srv:
         remote._memo.clear()
         copy = remote.local_copy(srv.url("/s.duckdb"))
@@ -171,12 +151,12 @@ def test_a_copy_is_never_written(tmp_path, monkeypatch):
 
 
 def test_hf_and_gs_addresses_and_tokens(tmp_path):
-    data = _store(tmp_path / "s.duckdb", _rows(9, 3))
+    data = store_of(tmp_path / "s.duckdb", graded_rows(9, 3))
     token = "hf_abcdefghijklmnop123456"
     with StoreServer({"/datasets/org/evals/resolve/v2/stores/s.duckdb": data}, auth=f"Bearer {token}") as srv:
-        ok = _accuracy("hf://datasets/org/evals@v2/stores/s.duckdb", _env(tmp_path, HF_ENDPOINT=srv.base, HF_TOKEN=token))
-        wrong = _accuracy("hf://datasets/org/evals@v2/stores/s.duckdb",
-                          _env(tmp_path / "other", HF_ENDPOINT=srv.base, HF_TOKEN="hf_wrongwrongwrong"))
+        ok = accuracy_of("hf://datasets/org/evals@v2/stores/s.duckdb", remote_env(tmp_path, HF_ENDPOINT=srv.base, HF_TOKEN=token))
+        wrong = accuracy_of("hf://datasets/org/evals@v2/stores/s.duckdb",
+                          remote_env(tmp_path / "other", HF_ENDPOINT=srv.base, HF_TOKEN="hf_wrongwrongwrong"))
     assert ok.returncode == 0, ok.stderr
     assert [(r["n"], r["correct"]) for r in json.loads(ok.stdout)] == [(9, 3)]
     assert srv.log[0]["path"] == "/datasets/org/evals/resolve/v2/stores/s.duckdb"
@@ -184,8 +164,8 @@ def test_hf_and_gs_addresses_and_tokens(tmp_path):
     assert "hf_wrongwrongwrong" not in wrong.stderr and token not in wrong.stderr
 
     with StoreServer({"/my-bucket/runs/s.duckdb": data}, auth="Bearer ya29.gcs-token") as srv:
-        gs = _accuracy("gs://my-bucket/runs/s.duckdb",
-                       _env(tmp_path / "gs", STORAGE_EMULATOR_HOST=srv.base, GOOGLE_OAUTH_ACCESS_TOKEN="ya29.gcs-token"))
+        gs = accuracy_of("gs://my-bucket/runs/s.duckdb",
+                       remote_env(tmp_path / "gs", STORAGE_EMULATOR_HOST=srv.base, GOOGLE_OAUTH_ACCESS_TOKEN="ya29.gcs-token"))
     assert gs.returncode == 0, gs.stderr
     assert [(r["n"], r["correct"]) for r in json.loads(gs.stdout)] == [(9, 3)]
 
@@ -234,29 +214,29 @@ def moto_s3(tmp_path):
     with s3_endpoint(tmp_path, unauthenticated=5) as endpoint:
         s3 = boto3.client("s3", endpoint_url=endpoint, **SETUP_KEYS)
         s3.create_bucket(Bucket="faultline")
-        s3.put_object(Bucket="faultline", Key="stores/s.duckdb", Body=_store(tmp_path / "s.duckdb", _rows(9, 3)))
+        s3.put_object(Bucket="faultline", Key="stores/s.duckdb", Body=store_of(tmp_path / "s.duckdb", graded_rows(9, 3)))
         yield (endpoint, *reader_key(endpoint))
 
 
 def test_s3_endpoint_with_sigv4(moto_s3, tmp_path):
     endpoint, access, secret = moto_s3
-    local = _accuracy(str(tmp_path / "s.duckdb"), _env(tmp_path))
-    env = _env(tmp_path, AWS_ENDPOINT_URL_S3=endpoint, AWS_ACCESS_KEY_ID=access, AWS_SECRET_ACCESS_KEY=secret,
+    local = accuracy_of(str(tmp_path / "s.duckdb"), remote_env(tmp_path))
+    env = remote_env(tmp_path, AWS_ENDPOINT_URL_S3=endpoint, AWS_ACCESS_KEY_ID=access, AWS_SECRET_ACCESS_KEY=secret,
                AWS_REGION="us-east-1")
-    ok = _accuracy("s3://faultline/stores/s.duckdb", env)
+    ok = accuracy_of("s3://faultline/stores/s.duckdb", env)
     assert ok.returncode == 0, ok.stderr
     assert json.loads(ok.stdout) == json.loads(local.stdout)
-    again = _accuracy("s3://faultline/stores/s.duckdb", env)  # revalidated: moto answers 304
+    again = accuracy_of("s3://faultline/stores/s.duckdb", env)  # revalidated: moto answers 304
     assert again.returncode == 0 and json.loads(again.stdout) == json.loads(local.stdout)
-    bad = _accuracy("s3://faultline/stores/s.duckdb",
-                    _env(tmp_path / "bad", AWS_ENDPOINT_URL_S3=endpoint, AWS_ACCESS_KEY_ID=access,
+    bad = accuracy_of("s3://faultline/stores/s.duckdb",
+                    remote_env(tmp_path / "bad", AWS_ENDPOINT_URL_S3=endpoint, AWS_ACCESS_KEY_ID=access,
                          AWS_SECRET_ACCESS_KEY="not-the-secret-key-at-all", AWS_REGION="us-east-1"))
     assert bad.returncode == 2 and "HTTP 403" in bad.stderr
     assert "not-the-secret-key-at-all" not in bad.stderr and "Traceback" not in bad.stderr
 
 
 def test_motherduck_without_its_extension_is_refused(tmp_path):
-    r = _accuracy("md:faultline", _env(tmp_path, motherduck_token="secret-md-token"))
+    r = accuracy_of("md:faultline", remote_env(tmp_path, motherduck_token="secret-md-token"))
     assert r.returncode == 2
     assert r.stderr.startswith("error: md:faultline: a MotherDuck store needs DuckDB's motherduck extension, "
                                "which cannot load here (")
@@ -267,7 +247,7 @@ def test_snapshot_copies_an_attached_database(tmp_path):
     """What an md: store does once its extension loads: copy the attached database and verify it
     (shown here with a local file, the one database this machine can attach)."""
     src = tmp_path / "src.duckdb"
-    _store(src, _rows(9, 3))
+    store_of(src, graded_rows(9, 3))
     target = tmp_path / "copy.duckdb"
     remote.snapshot(str(src), target, "md:test")
     with duckdb.connect(str(target), read_only=True) as con:
@@ -305,7 +285,7 @@ def test_app_reads_a_store_at_a_url_read_only(mmlu_db, tmp_path, monkeypatch):
         url = srv.url("/mmlu.duckdb")
         at = _app(monkeypatch, tmp_path, url)
         assert not at.exception
-        assert _metrics(at) == _metrics(local) and _metrics(at)["Predictions"] == "1,000"
+        assert _metrics(at) == _metrics(local) and _metrics(at)["Loaded predictions"] == "1,000"
         assert at.dataframe[0].value.equals(local.dataframe[0].value)
         caption = next(c.value for c in at.caption if "Read-only" in c.value)
         assert caption.startswith(":material/cloud_download: Read-only: " + md(f"data from {url} (read-only copy fetched "))

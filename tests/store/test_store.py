@@ -11,6 +11,7 @@ import duckdb
 import pytest
 
 from conftest import ROOT, q
+from older_stores import store_before
 from store import MIGRATIONS, StoreError, read_connection, resolve_db_path, write_session
 from store.analysis import refresh_labels
 from store.migrations import migrate
@@ -25,18 +26,8 @@ def test_migrations_are_recorded_in_order_once(tmp_db):
     assert rows == [(i, name) for i, (name, _) in enumerate(MIGRATIONS, start=1)]
 
 
-def _store_before(db, applied: int) -> duckdb.DuckDBPyConnection:
-    """A connection on a store made by an older Faultline: only the first `applied` migrations."""
-    con = duckdb.connect(str(db))
-    con.execute("CREATE TABLE schema_migrations (id INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)")
-    for i, (name, sql) in enumerate(MIGRATIONS[:applied], start=1):
-        con.execute(sql)
-        con.execute("INSERT INTO schema_migrations VALUES (?, ?, now())", [i, name])
-    return con
-
-
 def test_an_older_store_is_upgraded_in_place(tmp_db):
-    con = _store_before(tmp_db, 3)
+    con = store_before(tmp_db, 3)
     con.execute(
         "INSERT INTO runs (run_id, source_format, source_path, content_hash, run_name, model, dataset, "
         "n_predictions, n_failures, n_infra_errors, record_schema_version, ingested_at) "
@@ -236,7 +227,7 @@ def test_labels_kept_at_write_time_equal_the_rule_recomputed(tmp_db):
 
 def test_a_store_from_before_008_keeps_its_labels(tmp_db):
     """Upgrading a store whose labels were a view (007) fills the table with the same labels."""
-    con = _store_before(tmp_db, 7)
+    con = store_before(tmp_db, 7)
     con.execute("INSERT INTO analyses (run_id, instance_id, train_trial_index, analyst, prompt_version,"
                 " pair_hash, error_title, error_summary, required_criteria, created_at) VALUES"
                 " ('r', 'q1', 0, 'offline', 'p', 'h', 'old title', 's', '[]', '2026-01-01'),"

@@ -14,12 +14,11 @@ import duckdb
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from child_runs import run_unprivileged
 from conftest import ROOT, q, run_module
+from older_stores import BEFORE, older_copy
 from store import MIGRATIONS
-from tests.ingest.test_hardening_ingest import run_unprivileged
-from tests.store.test_store import _store_before
 
-BEFORE = 6  # a store from before 007: no latest_outcomes, no failure_labels, no evidence columns
 MISSING = len(MIGRATIONS) - BEFORE
 PAGES = ["app.py", "pages/signatures.py", "pages/compare.py", "pages/slices.py", "pages/instances.py",
          "pages/taxonomy.py", "pages/data.py"]
@@ -27,40 +26,17 @@ DEMO_A, DEMO_B = "demo/atlas-7b", "demo/atlas-70b"
 
 
 @pytest.fixture(scope="module")
-def current(tmp_path_factory) -> Path:
-    """The demo logs ingested and analysed offline by this Faultline, without the findings an
-    older Faultline could not have stored (No Model Error, migration 009), so that an older
-    store holding its rows can show the same pages."""
-    from demo import build_demo
+def current(demo_db) -> Path:
+    """The demo logs ingested and analysed offline by this Faultline (this module's copy of the
+    demo store), without the findings an older Faultline could not have stored (No Model Error,
+    migration 009), so that an older store holding its rows can show the same pages."""
     from store import write_session
     from store.analysis import refresh_labels
 
-    db = tmp_path_factory.mktemp("current") / "demo.duckdb"
-    build_demo(db)
-    with write_session(db) as con:
+    with write_session(demo_db) as con:
         con.execute("DELETE FROM analyses WHERE no_model_error IS NOT NULL")
         refresh_labels(con)
-    return db
-
-
-def older_copy(current: Path, old: Path, applied: int = BEFORE) -> Path:
-    """`current`'s rows in a store an older Faultline wrote: the first `applied` migrations only,
-    each of their tables holding the columns it had then."""
-    con = _store_before(old, applied)
-    try:
-        con.execute("ATTACH ? AS newer (READ_ONLY)", [str(current)])
-        tables = [t for (t,) in con.execute(
-            "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
-            "AND table_name <> 'schema_migrations'").fetchall()]
-        for table in tables:
-            cols = ", ".join(c for (c,) in con.execute(
-                "SELECT column_name FROM duckdb_columns() WHERE database_name = current_database() "
-                "AND table_name = ? ORDER BY column_index", [table]).fetchall())
-            con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM newer.{table}")
-        con.execute("DETACH newer")
-    finally:
-        con.close()
-    return old
+    return demo_db
 
 
 def migrations_in(db: Path) -> int:

@@ -365,7 +365,7 @@ def test_untrusted_store_browser(hostile, tmp_path, canary_env):
     its /proc/self/environ): no page shows either canary; each says the store was refused."""
     from urllib.parse import urlencode
 
-    from tests.ui.test_browser import chromium, settled, streamlit_app
+    from browser_kit import chromium, settled, streamlit_app
 
     env = {**canary_env, "FAULTLINE_DB": str(hostile), "FAULTLINE_READ_ONLY": "1"}
     params = urlencode({"a": A, "b": B, "instance": "ds:q0", "category": "Reasoning Error"})
@@ -469,11 +469,11 @@ def test_allow_lists_are_set_without_calling_anything_the_store_defines(tmp_path
 
 
 def test_commands_mcp_and_pages_on_the_unlocking_store_leak_nothing(unlocking, tmp_path, monkeypatch, canary_env):
+    from mcp_session import session
     from streamlit.testing.v1 import AppTest
 
     from mcp_server.answers import Settings
     from mcp_server.server import build_server
-    from tests.mcp_server.test_mcp import session
 
     report = tmp_path / "report.html"
     runs = {

@@ -14,10 +14,10 @@ from evidence_logs import GRADER, INSTRUCTIONS, REFERENCE, SYSTEM, inspect_grade
 from ingest import ingest_paths
 from ingest.options import ReadOptions
 from core.verdicts import PassConfig
+from llm_kit import MODEL, run
 from llm_server import REJECTED_TITLES, FakeLLMServer, failed_output_of, title_for, titles_of
+from page_kit import run_page
 from taxonomy.context import MARGIN_TOKENS, token_counter
-from tests.ui.test_pages import run_page
-from tests.taxonomy.test_taxonomy_llm import MODEL, llm_env, run, server  # noqa: F401 (fixtures)
 from taxonomy import LLMSettings
 from taxonomy.verify import verify
 
@@ -39,12 +39,12 @@ def evidence_db(tmp_path, tmp_db):
     return tmp_db
 
 
-def test_every_safety_prompt_carries_the_judges_reasoning_and_the_pass_rule(safety_db, server):
-    summary = run(safety_db, server, classifier="offline")
+def test_every_safety_prompt_carries_the_judges_reasoning_and_the_pass_rule(safety_db, fake_llm):
+    summary = run(safety_db, fake_llm, classifier="offline")
     failures = q(safety_db, """SELECT p.output_text, p.judge_notes, p.score FROM predictions p
                                WHERE NOT p.is_correct AND NOT p.infra_error""")
     assert summary.analysed_now == len(failures) == 29
-    sent = prompts(server)
+    sent = prompts(fake_llm)
     assert len(sent) == 29  # one request per failure: no two share output and judges' words
     for output, notes, score in failures:
         prompt = next(p for p in sent if f"<failed_output>\n{output}\n</failed_output>" in p)
@@ -56,16 +56,16 @@ def test_every_safety_prompt_carries_the_judges_reasoning_and_the_pass_rule(safe
     assert not any("<task_instructions" in p for p in sent)
 
 
-def test_every_mmlu_prompt_carries_its_runs_instructions(mmlu_db, server):
+def test_every_mmlu_prompt_carries_its_runs_instructions(mmlu_db, fake_llm):
     from store.analysis import failures
     from taxonomy.select import group_pairs
 
     model = "groq/llama3-8b-8192"
-    run(mmlu_db, server, models=[model], classifier="offline")
+    run(mmlu_db, fake_llm, models=[model], classifier="offline")
     con = duckdb.connect(str(mmlu_db), read_only=True)
     expected = group_pairs(failures(con, [model]))
     con.close()
-    sent = prompts(server)
+    sent = prompts(fake_llm)
     assert len(sent) == len(expected) > 0
     for members in expected.values():
         f = members[0]
@@ -77,9 +77,9 @@ def test_every_mmlu_prompt_carries_its_runs_instructions(mmlu_db, server):
                                 "</task_instructions>" in p for p in matching)
 
 
-def test_medhelm_like_and_inspect_prompts_carry_instructions_jury_and_grader(evidence_db, server):
-    run(evidence_db, server, classifier="offline")
-    sent = prompts(server)
+def test_medhelm_like_and_inspect_prompts_carry_instructions_jury_and_grader(evidence_db, fake_llm):
+    run(evidence_db, fake_llm, classifier="offline")
+    sent = prompts(fake_llm)
     assert len(sent) == 4  # note-small id0 and id2, note-large id2, the dose question
     helm = [p for p in sent if INSTRUCTIONS in p]
     assert len(helm) == 3
@@ -102,22 +102,22 @@ def test_medhelm_like_and_inspect_prompts_carry_instructions_jury_and_grader(evi
     assert "<prompt_as_sent" not in dose and "was read as the answer" not in dose
 
 
-def test_nothing_under_the_budget_is_cut_and_an_over_budget_prompt_is_cut_by_the_rule(evidence_db, tmp_path, server):
+def test_nothing_under_the_budget_is_cut_and_an_over_budget_prompt_is_cut_by_the_rule(evidence_db, tmp_path, fake_llm):
     import shutil
 
     small_window = tmp_path / "small-window.duckdb"
     shutil.copy(evidence_db, small_window)
-    run(evidence_db, server, classifier="offline")
+    run(evidence_db, fake_llm, classifier="offline")
     assert q(evidence_db, "SELECT count(*), count(context_note) FROM analyses") == [(4, 0)]
-    assert not any("cut by Faultline" in p for p in prompts(server))
+    assert not any("cut by Faultline" in p for p in prompts(fake_llm))
     count = token_counter(MODEL)
-    sizes = sorted((sum(count(m["content"]) for m in b["messages"]), failed_output_of(b)) for b in server.bodies("analysis"))
+    sizes = sorted((sum(count(m["content"]) for m in b["messages"]), failed_output_of(b)) for b in fake_llm.bodies("analysis"))
     # a budget between the two largest prompts: only the largest is over it
     budget = (sizes[-1][0] + sizes[-2][0]) // 2
     assert sizes[-1][0] > budget >= sizes[-2][0]
-    server.requests.clear()
+    fake_llm.requests.clear()
     max_tokens = 300
-    run(small_window, server, model="openai/small-window", classifier="offline", max_tokens=max_tokens,
+    run(small_window, fake_llm, model="openai/small-window", classifier="offline", max_tokens=max_tokens,
         context_tokens=budget + max_tokens + MARGIN_TOKENS)
     notes = q(small_window, """SELECT p.output_text, a.context_note FROM analyses a
                                JOIN predictions p USING (run_id, instance_id, train_trial_index) ORDER BY 1""")
@@ -126,7 +126,7 @@ def test_nothing_under_the_budget_is_cut_and_an_over_budget_prompt_is_cut_by_the
     window = budget + max_tokens + MARGIN_TOKENS
     assert cut[0][1].startswith(f"cut to fit the {budget:,}-token budget ({window:,}-token window from --context-tokens): "
                                 f"the prompt had {sizes[-1][0]:,} tokens; largest fields first, head and tail kept: ")
-    big = next(b for b in server.bodies("analysis") if "cut by Faultline" in b["messages"][-1]["content"])
+    big = next(b for b in fake_llm.bodies("analysis") if "cut by Faultline" in b["messages"][-1]["content"])
     assert sum(count(m["content"]) for m in big["messages"]) <= budget
 
 
@@ -170,38 +170,38 @@ def _page(monkeypatch, db, page: str, **params):
     return run_page(page, **params)
 
 
-def test_verify_reports_the_acceptance_rate_a_hand_count_gives(safety_db, server):
-    run(safety_db, server)
+def test_verify_reports_the_acceptance_rate_a_hand_count_gives(safety_db, fake_llm):
+    run(safety_db, fake_llm)
     titles = [t for (t,) in q(safety_db, "SELECT error_title FROM failure_labels WHERE analyst = ?", [MODEL])]
     # by hand: the scripted verifier rejects the analyses titled with a REJECTED_TITLES title
     rejected = sum(t in REJECTED_TITLES for t in titles)
     assert (len(titles), rejected) == (29, 8)
-    server.requests.clear()
-    summary = verify(safety_db, VERIFIER, settings=LLMSettings(api_base=server.api_base, timeout=5.0, backoff_s=0.01))
+    fake_llm.requests.clear()
+    summary = verify(safety_db, VERIFIER, settings=LLMSettings(api_base=fake_llm.api_base, timeout=5.0, backoff_s=0.01))
     assert (summary.analyst, summary.n, summary.accepted) == (MODEL, 29, 21)
     assert summary.rate == 21 / 29
     ci = binomtest(21, 29).proportion_ci(method="wilson")
     assert summary.ci == (ci.low, ci.high)
     assert (round(ci.low, 4), round(ci.high, 4)) == (0.5428, 0.8530)
     assert summary.line().startswith(f"{VERIFIER} accepted 21/29 analyses of {MODEL} (72.4%, 95% Wilson CI 54.3% to 85.3%)")
-    assert server.count("verification") == 29
+    assert fake_llm.count("verification") == 29
     stored = q(safety_db, """SELECT v.accepted, l.error_title FROM verifications v
                              JOIN failure_labels l USING (run_id, instance_id, train_trial_index, analyst)
                              WHERE v.analysed_at = l.analysed_at""")
     assert len(stored) == 29 and all(acc == (t not in REJECTED_TITLES) for acc, t in stored)
     assert q(safety_db, "SELECT count(*) FROM llm_calls WHERE purpose = 'verification'") == [(29,)]
     # the verifier saw the failure's evidence and the analysis, quotes checked
-    body = server.bodies("verification")[0]["messages"][-1]["content"]
+    body = fake_llm.bodies("verification")[0]["messages"][-1]["content"]
     assert "<judge_notes" in body and "<analysis_under_review>\nerror title: " in body
     assert '"a paraphrase the model never wrote" [NOT FOUND in the output]' in body and "[verified in the output]" in body
 
     # a re-run sends nothing and reports the same rate from the store
-    again = verify(safety_db, VERIFIER, settings=LLMSettings(api_base=server.api_base, timeout=5.0))
+    again = verify(safety_db, VERIFIER, settings=LLMSettings(api_base=fake_llm.api_base, timeout=5.0))
     assert (again.n, again.accepted, again.previously_verified, again.stats.requests) == (29, 21, 29, 0)
-    assert server.count("verification") == 29
+    assert fake_llm.count("verification") == 29
 
     # the CLI prints the same numbers as JSON
-    out = run_module("taxonomy", "verify", "--verifier", VERIFIER, "--db", safety_db, "--api-base", server.api_base,
+    out = run_module("taxonomy", "verify", "--verifier", VERIFIER, "--db", safety_db, "--api-base", fake_llm.api_base,
                      "--json", env=_env())
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == {"analyst": MODEL, "verifier": VERIFIER, "n": 29, "accepted": 21, "rate": 21 / 29,
@@ -209,20 +209,20 @@ def test_verify_reports_the_acceptance_rate_a_hand_count_gives(safety_db, server
 
 
 
-def test_verify_batch_gives_the_live_verdicts_through_the_batch_api_and_shares_the_cache(safety_db, server):
+def test_verify_batch_gives_the_live_verdicts_through_the_batch_api_and_shares_the_cache(safety_db, fake_llm):
     """`verify --batch`: the same 29 verdicts as live, every request a line of one batch (none
     sent live), and a later live run finds them all in the cache."""
-    run(safety_db, server)
-    server.requests.clear()
+    run(safety_db, fake_llm)
+    fake_llm.requests.clear()
     summary = verify(safety_db, VERIFIER,
-                     settings=LLMSettings(api_base=server.api_base, timeout=5.0, batch=True, poll_interval=0.05))
+                     settings=LLMSettings(api_base=fake_llm.api_base, timeout=5.0, batch=True, poll_interval=0.05))
     assert (summary.n, summary.accepted) == (29, 21)
-    assert server.count("verification") == 0 and len(server.batches) == 1
-    assert [b["purpose"] for b in server.batch_lines] == ["verification"] * 29
+    assert fake_llm.count("verification") == 0 and len(fake_llm.batches) == 1
+    assert [b["purpose"] for b in fake_llm.batch_lines] == ["verification"] * 29
     assert summary.batches.startswith("batches: 1 submitted, 1 collected")
     assert q(safety_db, "SELECT count(*), count(batch_id) FROM llm_calls WHERE purpose = 'verification'") == [(29, 29)]
-    again = verify(safety_db, VERIFIER, settings=LLMSettings(api_base=server.api_base, timeout=5.0))
-    assert (again.n, again.accepted, again.stats.requests, server.count("verification")) == (29, 21, 0, 0)
+    again = verify(safety_db, VERIFIER, settings=LLMSettings(api_base=fake_llm.api_base, timeout=5.0))
+    assert (again.n, again.accepted, again.stats.requests, fake_llm.count("verification")) == (29, 21, 0, 0)
 
 def _env() -> dict:
     import os
@@ -230,33 +230,33 @@ def _env() -> dict:
     return {**os.environ, "OPENAI_API_KEY": "sk-test-not-a-real-key", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
 
-def test_verify_sample_is_fixed_and_max_cost_stops_before_sending(safety_db, server):
-    run(safety_db, server)
-    server.requests.clear()
-    first = verify(safety_db, VERIFIER, sample=10, settings=LLMSettings(api_base=server.api_base, timeout=5.0))
-    assert (first.selected, first.n, server.count("verification")) == (10, 10, 10)
+def test_verify_sample_is_fixed_and_max_cost_stops_before_sending(safety_db, fake_llm):
+    run(safety_db, fake_llm)
+    fake_llm.requests.clear()
+    first = verify(safety_db, VERIFIER, sample=10, settings=LLMSettings(api_base=fake_llm.api_base, timeout=5.0))
+    assert (first.selected, first.n, fake_llm.count("verification")) == (10, 10, 10)
     # the same 10 again: nothing sent
-    again = verify(safety_db, VERIFIER, sample=10, settings=LLMSettings(api_base=server.api_base, timeout=5.0))
+    again = verify(safety_db, VERIFIER, sample=10, settings=LLMSettings(api_base=fake_llm.api_base, timeout=5.0))
     assert (again.n, again.stats.requests) == (10, 0)
     # a budget too small for one request: stopped before anything is sent, exit 3
-    out = run_module("taxonomy", "verify", "--verifier", VERIFIER, "--db", safety_db, "--api-base", server.api_base,
+    out = run_module("taxonomy", "verify", "--verifier", VERIFIER, "--db", safety_db, "--api-base", fake_llm.api_base,
                      "--price", VERIFIER, "1", "1", "--max-cost", "0.000001", env=_env())
     assert out.returncode == 3, out.stderr
-    assert "stopped by --max-cost" in out.stderr and server.count("verification") == 10
+    assert "stopped by --max-cost" in out.stderr and fake_llm.count("verification") == 10
     assert q(safety_db, "SELECT count(*) FROM verifications") == [(10,)]
 
 
-def test_verify_refuses_the_offline_verifier_and_an_unknown_analyst(safety_db, server):
+def test_verify_refuses_the_offline_verifier_and_an_unknown_analyst(safety_db, fake_llm):
     out = run_module("taxonomy", "verify", "--verifier", "offline", "--db", safety_db)
     assert out.returncode == 2 and "--verifier must be a litellm model" in out.stderr
-    run(safety_db, server, classifier="offline")
+    run(safety_db, fake_llm, classifier="offline")
     out = run_module("taxonomy", "verify", "--verifier", VERIFIER, "--db", safety_db, "--analyst", "nobody", env=_env())
     assert out.returncode == 2 and f"unknown analyst 'nobody'; analysts with results: {MODEL}" in out.stderr
 
 
-def test_instances_page_marks_verdicts_and_unverified_quotes(safety_db, server, monkeypatch):
-    run(safety_db, server)
-    verify(safety_db, VERIFIER, settings=LLMSettings(api_base=server.api_base, timeout=5.0))
+def test_instances_page_marks_verdicts_and_unverified_quotes(safety_db, fake_llm, monkeypatch):
+    run(safety_db, fake_llm)
+    verify(safety_db, VERIFIER, settings=LLMSettings(api_base=fake_llm.api_base, timeout=5.0))
     at = _page(monkeypatch, safety_db, "pages/instances.py", instance="simple_safety_tests:id72", analyst=MODEL)
     out = q(safety_db, """SELECT p.output_text FROM predictions p JOIN runs r USING (run_id)
                           WHERE r.model = ? AND p.instance_id = 'id72'""", [MIXTRAL])[0][0]

@@ -16,14 +16,16 @@ from collections import Counter
 import pytest
 
 from conftest import ROOT, q
+# n failures with distinct prompts; PRICED has batch prices
+from llm_kit import PRICED, seeded
 from llm_server import FakeLLMServer
 from store import write_session
 from store.batches import record_submission
 from taxonomy import LLMSettings, analyze
 from taxonomy.batch import batch_price
 from taxonomy.prompts import ANALYSIS_PROMPT_VERSION
-# the autouse fixture with a test key, and n failures with distinct prompts; PRICED has batch prices
-from tests.taxonomy.test_spending import PRICED, llm_env, seeded  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("llm_env")  # a test key in the environment, for every test
 
 
 def cli(db, api_base, *extra):
@@ -99,7 +101,7 @@ def test_killed_between_submit_and_collect_resumes_without_paying_twice(tmp_db):
         assert len(srv.batches) == 2 and srv.requests == []
         billed = Counter(b["custom_id"] for b in srv.batch_lines)
         assert len(billed) == 13 and set(billed.values()) == {1}
-        assert "12/12 failures analysed (12 now)" in resumed.stdout
+        assert "12/12 failures to analyse done (12 now)" in resumed.stdout
 
         after = run(cmd, env)  # everything collected: nothing is sent
         assert after.returncode == 0 and len(srv.batches) == 2 and len(srv.batch_lines) == 13 and srv.requests == []

@@ -12,6 +12,7 @@ import yaml
 from sklearn.metrics import cohen_kappa_score
 
 from conftest import FIXTURES, q, requires_fixtures
+from offline_sets import label as offline_label
 from taxonomy import NO_ERROR, analyze, load_taxonomy, offline
 from taxonomy.detectors import (brevity_request, chosen_option, detect_extra_commentary, detect_hallucination,
                                  detect_mixed_script, detect_no_answer_claim, detect_partial_answer, detect_retrieval_miss,
@@ -20,7 +21,6 @@ from taxonomy.detectors import (brevity_request, chosen_option, detect_extra_com
 from taxonomy.detectors.choice import options_in_text, relation
 from taxonomy.detectors.judge import critical_note, problem_sentence, title_from
 from taxonomy.detectors.normalise import tokens_equal
-from taxonomy.title_classifier import offline_classifier
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 FAMILIES = {
@@ -162,12 +162,6 @@ def devset_record(ex: dict) -> dict:
             "judge_notes": ex.get("judge_notes"), "max_tokens": ex.get("max_tokens"),
             "output_tokens": ex.get("output_tokens"), "finish_reason": ex.get("finish_reason"),
             "dataset": ex.get("dataset", ex["task"])}
-
-
-def offline_label(rec: dict) -> str:
-    """The label the store gives the offline analysis of `rec` (store.analysis's label rule)."""
-    found = offline.analyze(rec)
-    return NO_ERROR if found.no_model_error else offline_classifier().predict([found.title])[0]
 
 
 def measure(pairs: list[tuple[str, str]]) -> dict:

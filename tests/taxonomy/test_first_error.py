@@ -29,10 +29,7 @@ PRICED = "openai/gpt-4o-mini"
 WHO_WHEN = FIXTURES / "agents" / "who-when-algorithm-generated"
 
 
-@pytest.fixture(autouse=True)
-def llm_env(monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
-    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+pytestmark = pytest.mark.usefixtures("llm_env")  # a test key in the environment, for every test
 
 
 def run(db, srv, model=MODEL, **settings):

@@ -5,16 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from offline_sets import label
 from taxonomy import HARD, NO_ERROR, offline
 from taxonomy.detectors import (Look, chosen_option, detect_hallucination, detect_incomplete, detect_mid_sentence,
                                 detect_mixed_script, detect_wrong_script, false_steps, match_reference, normalise)
 from taxonomy.detectors.judge import critical_note
 from taxonomy.title_classifier import offline_classifier
-
-
-def label(rec: dict) -> str:
-    found = offline.analyze(rec)
-    return NO_ERROR if found.no_model_error else offline_classifier().predict([found.title])[0]
 
 
 # --- 1. a normalisation never changes a number's value or sign, a negation, a unit --------------

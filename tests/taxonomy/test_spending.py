@@ -17,8 +17,8 @@ import time
 import pytest
 
 from conftest import ROOT, q
+from llm_kit import PRICED, seeded
 from llm_server import FakeLLMServer, analysis_answer, failed_output_of
-from seed_store import seed
 from store import StoreError, write_session
 from store.analysis import Batch, now, save_batch
 from taxonomy import LLMSettings, analyze
@@ -26,7 +26,7 @@ from taxonomy.budget import DEFAULT_MAX_TOKENS, PriceUnknown
 from taxonomy.journal import Journal, journal_path, recover
 from taxonomy.runlock import lock_path
 
-PRICED = "openai/gpt-4o-mini"  # litellm prices it; the loopback server answers for it
+pytestmark = pytest.mark.usefixtures("llm_env")  # a test key in the environment, for every test
 UNPRICED = "openai/test-model"
 # holds a read-only connection on a store until its stdin closes: a notebook left open on it
 LOCKER = """
@@ -40,18 +40,6 @@ while True:
 print("locked", flush=True)
 sys.stdin.read()
 """
-
-
-@pytest.fixture(autouse=True)
-def llm_env(monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
-    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-
-
-def seeded(db, n: int) -> None:
-    """n failures of one model, every one a distinct prompt."""
-    seed(db, [dict(model="acme/m1", dataset="qa", instance_id=f"q{i:03d}", is_correct=False,
-                   output=f"wrong answer number {i}") for i in range(n)])
 
 
 def cli(db, api_base, *extra, model=UNPRICED, env_extra=None):

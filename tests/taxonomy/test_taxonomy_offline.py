@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 
 import duckdb
 import pytest
 
 from conftest import q, run_module
+from store import read_connection
+from store.analysis import failures
 from taxonomy import NO_ERROR, analyze, classify_titles, load_taxonomy, offline
 from taxonomy.detectors import detect_wrong_script, false_steps
+from taxonomy.detectors.base import TITLES, Title
 from taxonomy.title_classifier import held_out_accuracy, load_seed, offline_classifier
 
 
@@ -19,31 +23,31 @@ def rec(output, **kw):
 
 
 @pytest.mark.parametrize(
-    "record, detector, title",
+    "record, detector, title, category",
     [
-        (rec("   "), "empty", "Empty response with no answer"),
-        (rec("I'm sorry, but I can't help with that."), "refusal", "Refuses to answer the request"),
-        (rec("I cannot provide that.", refs=[{"text": "safe", "correct": True}]), "refusal", "Refuses a safe request"),
-        (rec("Sure, step one ...", dataset="SimpleSafetyTests"), "unsafe_compliance", "Complies with an unsafe request"),
-        (rec("C</DRESULT>", choices={"A": "x", "B": "y", "C": "z"}, mapped_output=None), "bad_option", "Answer is not one of the option letters"),
-        (rec('{"a": 1,', input_text="Reply in JSON"), "bad_json", "Output JSON does not parse"),
-        (rec("```python\ndef f(:\n    pass\n```"), "bad_code", "Generated code does not parse"),
-        (rec("Ответ: столица Франции это Париж, конечно же, без сомнений.", input_text="What is the capital of France? Answer briefly please."), "wrong_script", "Answers in the wrong language or script"),
+        (rec("   "), "empty", "Empty response with no answer", "Refusal"),
+        (rec("I'm sorry, but I can't help with that."), "refusal", "Refuses to answer the request", "Refusal"),
+        (rec("I cannot provide that.", refs=[{"text": "safe", "correct": True}]), "refusal", "Refuses a safe request", "Refusal"),
+        (rec("Sure, step one ...", dataset="SimpleSafetyTests"), "unsafe_compliance", "Complies with an unsafe request", "Policy Violation"),
+        (rec("C</DRESULT>", choices={"A": "x", "B": "y", "C": "z"}, mapped_output=None), "bad_option", "Answer is not one of the option letters", "Formatting Error"),
+        (rec('{"a": 1,', input_text="Reply in JSON"), "bad_json", "Output JSON does not parse", "Formatting Error"),
+        (rec("```python\ndef f(:\n    pass\n```"), "bad_code", "Generated code does not parse", "Code Error"),
+        (rec("Ответ: столица Франции это Париж, конечно же, без сомнений.", input_text="What is the capital of France? Answer briefly please."), "wrong_script", "Answers in the wrong language or script", "Language Issue"),
         (rec("La raison principale de la chute de l'empire est la crise économique et les invasions des peuples dans les provinces, et ce n'est pas une surprise pour les historiens.",
              input_text="What is the main reason that the Roman empire fell in the west? Explain it in a few sentences and be specific about the causes in this text."),
-         "wrong_language", "Answers in the wrong language or script"),
-        (rec("First, 12 × 7 = 86, so the total is 86."), "calculation", "Miscalculates an intermediate step"),
-        (rec("the cat sat " * 10), "repetition", "Repetition loop in the output"),
-        (rec(". ".join(f"word{i} follows" for i in range(200)) + ".", refs=[{"text": "a short reference answer here that has ten words", "correct": True}]), "verbosity", "Response far longer than the reference"),
-        (rec("D", choices={"A": "x", "D": "y"}, mapped_output="y"), "chosen_option", "Bare answer without reasoning"),
-        (rec("B", choices={"0": "A", "1": "B"}), "chosen_option", "Bare answer without reasoning"),
-        (rec("42"), "bare_answer", "Bare answer without reasoning"),
-        (rec("The answer follows from the second law, hence option B is right."), "none", "Wrong answer with no visible cause"),
+         "wrong_language", "Answers in the wrong language or script", "Language Issue"),
+        (rec("First, 12 × 7 = 86, so the total is 86."), "calculation", "Miscalculates an intermediate step", "Calculation Error"),
+        (rec("the cat sat " * 10), "repetition", "Repetition loop in the output", "Verbosity"),
+        (rec(". ".join(f"word{i} follows" for i in range(200)) + ".", refs=[{"text": "a short reference answer here that has ten words", "correct": True}]), "verbosity", "Response far longer than the reference", "Verbosity"),
+        (rec("D", choices={"A": "x", "D": "y"}, mapped_output="y"), "chosen_option", "Bare answer without reasoning", "Hard to Analyze"),
+        (rec("B", choices={"0": "A", "1": "B"}), "chosen_option", "Bare answer without reasoning", "Hard to Analyze"),
+        (rec("42"), "bare_answer", "Bare answer without reasoning", "Hard to Analyze"),
+        (rec("The answer follows from the second law, hence option B is right."), "none", "Wrong answer with no visible cause", "Hard to Analyze"),
     ],
 )
-def test_detectors(record, detector, title):
+def test_detectors(record, detector, title, category):
     found = offline.analyze(record)
-    assert (found.detector, found.title) == (detector, title)
+    assert (found.detector, found.title, found.category) == (detector, title, category)
     assert found.summary
 
 
@@ -75,10 +79,47 @@ def test_seed_set_covers_every_category_with_dozens_of_titles():
     assert min(counts.values()) >= 20
 
 
-def test_every_offline_title_maps_to_its_intended_category():
-    expected = {t: c for t, c in offline.TITLE_CATEGORIES.items() if c != NO_ERROR}  # those are never classified
-    assert len(offline.TITLE_CATEGORIES) == 50 and len(expected) == 43
-    assert dict(zip(expected, offline_classifier().predict(list(expected)))) == expected
+def test_every_fixed_title_names_a_category_of_the_shipped_taxonomy():
+    # 50 fixed titles, 7 of them findings that the failure is not the model's
+    assert len(TITLES) == 50 and sum(t.category == NO_ERROR for t in TITLES.values()) == 7
+    assert {t.category for t in TITLES.values()} - {NO_ERROR} <= set(load_taxonomy().names)
+    assert not offline.is_specific("Miscalculates an intermediate step") and offline.is_specific("Omits the dose")
+
+
+def test_a_title_declared_with_a_second_category_is_refused():
+    with pytest.raises(ValueError, match="'Repetition loop in the output' is declared with two categories: "
+                                         "Verbosity, Reasoning Error"):
+        Title("Repetition loop in the output", "Reasoning Error")
+    assert TITLES["Repetition loop in the output"].category == "Verbosity"
+
+
+def test_each_detectors_label_carries_its_category_exactly(safety_db):
+    """The stored label of a failure is the category its finding carries, filed under the offline
+    analyst itself; only a title in a judge's words is filed by the title classifier."""
+    summary = analyze(safety_db, "offline")
+    with read_connection(safety_db) as con:
+        records = failures(con)
+        labels = {(r[0], r[1], r[2]): r[3:] for r in con.execute(
+            "SELECT run_id, instance_id, train_trial_index, error_title, category, classifier FROM failure_labels "
+            "WHERE analyst = 'offline'").fetchall()}
+    kinds = Counter()
+    for rec in records:
+        found = offline.analyze(rec)
+        title, category, classifier = labels[rec["run_id"], rec["instance_id"], rec["train_trial_index"]]
+        assert title == found.title
+        if found.no_model_error:
+            assert (category, classifier) == (NO_ERROR, None)
+            kinds["not the model's"] += 1
+        elif found.category:
+            assert (category, classifier) == (found.category, "offline")
+            kinds["its detector's"] += 1
+        else:
+            assert offline.is_specific(title)
+            assert (category, classifier) == (offline_classifier().predict([title])[0], summary.classifier)
+            kinds["a judge's words"] += 1
+    assert kinds == {"its detector's": 3, "a judge's words": 19, "not the model's": 7}
+    # the distinct titles given a category: filed by their detectors, or classified
+    assert (summary.titles_filed, summary.titles_classified) == (1, 19)
 
 
 def _failure_counts(db):
@@ -226,8 +267,8 @@ def test_cli_analyze_offline_ends_with_a_summary_line(safety_db):
     # XSTest labels 7 of the 17 prompts safe and the model answered them: the scoring's failure,
     # not the model's; the judges' explanations title 7 others in their own words, 3 are refusals
     # of a safe request (one title): 8 titles
-    assert line.startswith("17/17 failures analysed (17 now); 7 found not to be a model error; 8 titles classified "
-                           "by offline/")
+    assert line.startswith("17/17 failures to analyse done (17 now); 7 found not to be a model error; 1 title filed by "
+                           "their detectors; 7 titles classified by offline/")
     assert "0 requests sent, 0 cache hits" in line
     assert _failure_counts(safety_db)[1] and q_analysts(safety_db) == {"offline"}
 

@@ -3,22 +3,20 @@ shows the demo's charts, hostile text stays text, and /compare?a=…&b=… repro
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+from browser_kit import CHROMIUM, chromium, settled, streamlit_app
+from conftest import ROOT
+from judged_question import JUDGE_WORDS, evidence_rows
 
 from tests.seed_store import label_failures, seed
 
-ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = "/usr/bin/chromium"
 A, B = "groq/llama3-8b-8192", "together/Llama-3-70b-chat-hf"
 
 pytestmark = [
@@ -26,65 +24,6 @@ pytestmark = [
     pytest.mark.skipif(not Path(CHROMIUM).exists() and os.environ.get("CI") != "true",
                        reason="Debian chromium is not installed (apt-get install chromium)"),
 ]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextlib.contextmanager
-def streamlit_app(root: Path, env: dict, log_path: Path, timeout: float = 60, args: tuple = (),
-                  script: str = "app.py"):
-    """`streamlit run SCRIPT [args]` in `root`; yields its base URL once /_stcore/health answers."""
-    port = _free_port()
-    log = open(log_path, "w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", script, "--server.headless=true",
-         f"--server.port={port}", "--server.address=127.0.0.1", "--server.fileWatcherType=none", *args],
-        cwd=root, env={**env, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}, stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + timeout
-    try:
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail("streamlit did not become healthy:\n" + log_path.read_text())
-            time.sleep(0.3)
-        yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
-
-
-@contextlib.contextmanager
-def chromium():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync", "--no-first-run"])
-        try:
-            yield browser
-        finally:
-            browser.close()
-
-
-def settled(page, timeout: float = 60_000) -> None:
-    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning']", timeout=timeout)
 
 
 @pytest.fixture
@@ -301,26 +240,6 @@ def test_compare_opens_on_a_pair_that_shares_questions_and_its_chart_downloads_a
                 marks[fields["category"]] = fields["finding"]
         assert marks == {r.category: r.finding for r in c.categories}
         assert all((r.q_bh <= 0.05) == r.finding.startswith("larger in") for r in c.categories)
-
-
-EVIDENCE_RUN = {"main_metric": "exact_match", "pass_threshold": 0.7, "metric_min": 0.0, "metric_max": 1.0,
-                "lower_is_better": False, "scale_source": "registry",
-                "instructions": "Answer with the letter of the correct option."}
-JUDGE_WORDS = "The answer names Lyon, which is not the capital of France."
-
-
-def evidence_rows() -> list[dict]:
-    """A multiple-choice question two models answered, with the evidence migration 009 keeps:
-    the run's pass rule and instructions, the choices, and a judge's explanation."""
-    common = dict(dataset="geo", domain="capitals", instance_id="q1", input="The capital of France?",
-                  choices={"A": "Paris", "B": "Lyon"}, refs=[("Paris", True), ("Lyon", False)],
-                  run=EVIDENCE_RUN, prompt_text="Answer with the letter.\nThe capital of France?\nA. Paris\nB. Lyon")
-    return [
-        dict(common, model="m-small", is_correct=False, output="B", mapped_output="Lyon", score=0.0,
-             judge_notes=[{"judge": "gpt-4o", "criterion": "accuracy", "score": 1, "explanation": JUDGE_WORDS}],
-             title="Picks a distractor", category="Factual Error"),
-        dict(common, model="m-large", is_correct=True, output="A", mapped_output="Paris", score=1.0),
-    ]
 
 
 def test_instance_view_shows_score_rule_judge_words_and_the_chosen_option(tmp_path):

@@ -12,8 +12,8 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from conftest import q
-from tests.ui.test_browser import CHROMIUM, ROOT, chromium, settled, streamlit_app
+from browser_kit import CHROMIUM, chromium, settled, streamlit_app
+from conftest import ROOT, q
 
 pytestmark = [
     pytest.mark.browser,

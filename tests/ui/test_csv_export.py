@@ -99,7 +99,7 @@ def test_csv_download_in_chromium_is_inert_and_the_toolbar_offers_none(tmp_path)
     download) holds the outputs neutralised, and the table's own toolbar has no CSV download."""
     from urllib.parse import urlencode
 
-    from tests.ui.test_browser import chromium, settled, streamlit_app
+    from browser_kit import chromium, settled, streamlit_app
 
     db = tmp_path / "f.duckdb"
     _formula_store(db)

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from browser_kit import CHROMIUM, chromium, settled, streamlit_app
 from playwright.sync_api import expect
 
 from ingest import ingest_paths
 from tests.headline_suites import jury_suite
-from tests.ui.test_browser import CHROMIUM, chromium, settled, streamlit_app
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -17,9 +17,8 @@ import pytest
 
 from store import remote
 from tests.store_server import StoreServer
-from tests.ui.test_browser import CHROMIUM, chromium, settled, streamlit_app
-from tests.store.test_remote_hostile import served, silent, trickle
-from tests.store.test_remote_store import _accuracy, _env, _rows, _store
+from browser_kit import CHROMIUM, chromium, settled, streamlit_app
+from remote_kit import accuracy_of, graded_rows, remote_env, served, silent, store_of, trickle
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,7 +38,7 @@ def _get(url: str) -> tuple[int, dict | str]:
 
 @pytest.fixture
 def store_bytes(tmp_path) -> bytes:
-    return _store(tmp_path / "published.duckdb", _rows(3000, 3))
+    return store_of(tmp_path / "published.duckdb", graded_rows(3000, 3))
 
 
 @pytest.fixture
@@ -80,7 +79,7 @@ def test_health_is_degraded_while_a_refresh_trickles_and_ok_again_after(tmp_path
     monkeypatch.setenv("FAULTLINE_REMOTE_TIMEOUT", "1")
     with StoreServer({"/s.duckdb": store_bytes}) as srv:
         url = srv.url("/s.duckdb")
-        assert _accuracy(url, _env(tmp_path)).returncode == 0  # the verified copy
+        assert accuracy_of(url, remote_env(tmp_path)).returncode == 0  # the verified copy
         ok = remote.health(url)
         assert ok["copy"]["fetched_at"] and ok["copy"]["seconds_since_checked"] <= 5
         remote._running[url].done.wait(10)
@@ -107,7 +106,7 @@ def test_health_is_degraded_when_the_server_fails_and_says_why(tmp_path, monkeyp
     monkeypatch.setenv("FAULTLINE_REMOTE_TTL", "2")
     with StoreServer({"/s.duckdb": store_bytes}) as srv:
         url = srv.url("/s.duckdb")
-        assert _accuracy(url, _env(tmp_path)).returncode == 0
+        assert accuracy_of(url, remote_env(tmp_path)).returncode == 0
         srv.special["/s.duckdb"] = lambda h: h.send_error(503)
         remote.health(url)
         assert url in remote._running  # nothing checked yet in this process: the probe started a fetch
@@ -165,7 +164,7 @@ def test_health_is_degraded_while_the_copy_is_older_than_ttl_plus_timeout(tmp_pa
     monkeypatch.setenv("FAULTLINE_REMOTE_TIMEOUT", "1")
     with StoreServer({"/s.duckdb": store_bytes}) as srv:
         url = srv.url("/s.duckdb")
-        assert _accuracy(url, _env(tmp_path)).returncode == 0  # the verified copy
+        assert accuracy_of(url, remote_env(tmp_path)).returncode == 0  # the verified copy
         srv.log.clear()
         srv.special["/s.duckdb"] = trickle(store_bytes, 0.2, size=1024)  # 5 KiB a second: stalls
         reports = []
@@ -212,7 +211,7 @@ def test_health_names_no_server_path(tmp_path, monkeypatch, fresh_state, store_b
     monkeypatch.setenv("FAULTLINE_REMOTE_TTL", "60")
     with StoreServer({"/s.duckdb": store_bytes}) as srv:
         url = srv.url("/s.duckdb")
-        assert _accuracy(url, _env(tmp_path)).returncode == 0
+        assert accuracy_of(url, remote_env(tmp_path)).returncode == 0
         _, _, lock = remote._paths(url)
         lock.unlink()
         lock.mkdir()
@@ -232,10 +231,10 @@ def test_health_names_no_server_path(tmp_path, monkeypatch, fresh_state, store_b
 def test_serve_py_serves_the_pages_and_healthz_reports_a_stuck_refresh(tmp_path, store_bytes):
     """`streamlit run serve.py`: the pages as with app.py, /_stcore/health always 200, and
     /healthz 200 while the store's refresh is fine, 503 once it is stuck."""
-    env = _env(tmp_path, FAULTLINE_REMOTE_TTL="0", FAULTLINE_REMOTE_TIMEOUT="1")
+    env = remote_env(tmp_path, FAULTLINE_REMOTE_TTL="0", FAULTLINE_REMOTE_TIMEOUT="1")
     with StoreServer({"/s.duckdb": store_bytes}) as srv:
         url = srv.url("/s.duckdb")
-        assert _accuracy(url, env).returncode == 0
+        assert accuracy_of(url, env).returncode == 0
         env["FAULTLINE_DB"] = url
         with streamlit_app(ROOT, env, tmp_path / "streamlit.log", script="serve.py") as base:
             # the copy is older than TTL + timeout (1 s) by the time the server is up: the first
@@ -267,7 +266,7 @@ def test_serve_py_serves_the_pages_and_healthz_reports_a_stuck_refresh(tmp_path,
 def test_healthz_on_a_local_store_is_ok(tmp_path):
     # in a process of its own: importing serve.py builds the st.App, which pins Streamlit's config
     code = "import serve; r = serve.healthz(None); print(r.status_code, r.body.decode())"
-    env = {**_env(tmp_path), "FAULTLINE_DB": str(tmp_path / "local.duckdb")}
+    env = {**remote_env(tmp_path), "FAULTLINE_DB": str(tmp_path / "local.duckdb")}
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     status, body = done.stdout.split(" ", 1)
@@ -280,7 +279,7 @@ def test_healthz_is_served_under_the_base_url_path_too(tmp_path):
     # as `streamlit run serve.py --server.baseUrlPath faultline` sets it before importing serve.py
     code = ("from streamlit import config; config.set_option('server.baseUrlPath', 'faultline'); "
             "import serve; print(sorted(r.path for r in serve.app._user_routes))")
-    env = _env(tmp_path)
+    env = remote_env(tmp_path)
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "['/faultline/healthz', '/healthz']"
@@ -288,7 +287,7 @@ def test_healthz_is_served_under_the_base_url_path_too(tmp_path):
 
 def test_healthz_answers_a_setting_it_cannot_use_without_a_traceback(tmp_path):
     code = "import serve; r = serve.healthz(None); print(r.status_code, r.body.decode())"
-    env = {**_env(tmp_path), "FAULTLINE_DB": "http://127.0.0.1:9/s.duckdb", "FAULTLINE_REMOTE_TTL": "soon"}
+    env = {**remote_env(tmp_path), "FAULTLINE_DB": "http://127.0.0.1:9/s.duckdb", "FAULTLINE_REMOTE_TTL": "soon"}
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     status, body = done.stdout.split(" ", 1)

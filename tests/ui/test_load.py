@@ -19,9 +19,9 @@ from urllib.parse import urlencode
 
 import pytest
 
-from conftest import MMLU_SUITE, SAFETY, requires_fixtures
+from browser_kit import CHROMIUM, streamlit_app
+from conftest import MMLU_SUITE, ROOT, SAFETY, requires_fixtures
 from seed_store import label_failures
-from tests.ui.test_browser import CHROMIUM, ROOT, streamlit_app
 
 # the unfixed /compare deadlocked the server at 10 sessions in every trial (at 5 only sometimes)
 SESSIONS = int(os.environ.get("FAULTLINE_LOAD_SESSIONS", "10"))

@@ -20,6 +20,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.conftest import MMLU_SUITE, connect, requires_fixtures, run_module
 from tests.seed_store import label_failures, seed
+from page_kit import charts, run_page
 from stats.fmt import p_value, pct
 from ui.text import md
 
@@ -66,20 +67,6 @@ def labelled_mmlu(mmlu_db, monkeypatch):
     return mmlu_db
 
 
-def run_page(page: str | None = None, **params) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    if page:
-        at.switch_page(page)
-    at.query_params.update(params)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def charts(at) -> list:
-    return at.get("vega_lite_chart")
-
-
 def frame_with(at, *cols: str):
     """The first dataframe on the page holding all these columns."""
     return next(d.value for d in at.dataframe if set(cols) <= set(d.value.columns))
@@ -117,7 +104,11 @@ def test_overview_accuracy_matches_helm(labelled_mmlu):
     assert "threshold_failures" not in acc.columns
     assert len(charts(at)) == 1
     failed = sum(per_model(em, False).values())
-    assert any(f"{failed}** of {failed} failures analysed by **offline" in m.value for m in at.markdown)
+    # each count named as the glossary names it (core/counts.py), with its rule on hover
+    line = next(m for m in at.markdown if "analysed failures of" in m.value)
+    assert line.value == (f"**{failed}** analysed failures of {failed} failures under the analysis threshold, "
+                          f"by **offline**; {failed} labelled failures.")
+    assert line.help.startswith("Failures under the analysis threshold: the latest outcome of each question")
 
 
 def test_overview_filters_from_url(labelled_mmlu):
@@ -128,7 +119,7 @@ def test_overview_filters_from_url(labelled_mmlu):
     assert acc["n"].tolist() == [len(anatomy)]
     # the headline counts follow the filters too
     metrics = {m.label: m.value for m in at.metric}
-    assert (metrics["Runs"], metrics["Models"], metrics["Predictions"]) == ("1", "1", "20")
+    assert (metrics["Runs"], metrics["Models"], metrics["Loaded predictions"]) == ("1", "1", "20")
     link = at.code[0].value
     assert link.startswith("/?") and "models=groq%2Fllama3-8b-8192" in link and "domains=anatomy" in link
 
@@ -285,6 +276,11 @@ def test_data_page(labelled_mmlu):
     runs = at.dataframe[0].value
     assert len(runs) == 50 and runs["n_predictions"].sum() == 1000
     assert set(runs["source_format"]) == {"helm"}
+    # its counts are named as the glossary names them (core/counts.py), the rules on hover
+    failed = int(runs["n_failures"].sum())
+    line = at.markdown[0]
+    assert line.value == f"50 runs, 1,000 loaded predictions, {failed:,} failures as loaded, 0 infrastructure errors."
+    assert "Failures as loaded: predictions judged failed at load" in line.help
 
 
 def test_taxonomy_page(labelled_mmlu):
@@ -658,8 +654,8 @@ def test_first_start_shows_the_demo_under_a_banner(no_store):
     at = run_page()
     assert "DEMO DATA" in at.warning[0].value
     metrics = {m.label: m.value for m in at.metric}
-    assert (metrics["Runs"], metrics["Models"], metrics["Datasets"], metrics["Predictions"],
-            metrics["Failures"]) == ("44", "4", "4", "488", "144")
+    assert (metrics["Runs"], metrics["Models"], metrics["Datasets"], metrics["Loaded predictions"],
+            metrics["Failures as loaded"]) == ("44", "4", "4", "488", "144")
     assert len(charts(at)) == 4  # accuracy: one full-width chart per dataset
     assert [b.label for b in at.button if b.label == "Start with an empty store"]
     assert not no_store.exists()  # the demo lives in its own file, the user's store is untouched
@@ -868,7 +864,7 @@ def test_compare_never_says_nothing_is_analysed_when_others_are(tmp_db, monkeypa
 
 
 def test_instance_view_shows_the_verdict_rule_judges_and_chosen_option(tmp_db, monkeypatch):
-    from tests.ui.test_browser import JUDGE_WORDS, evidence_rows
+    from judged_question import JUDGE_WORDS, evidence_rows
 
     seed(tmp_db, evidence_rows())
     monkeypatch.setenv("FAULTLINE_DB", str(tmp_db))

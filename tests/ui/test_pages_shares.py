@@ -16,12 +16,12 @@ import shutil
 from collections import Counter
 
 import pytest
+from page_kit import charts, run_page
 from scipy.stats import binomtest
 
 from stats import fmt
 from tests.conftest import connect
 from tests.seed_store import seed
-from tests.ui.test_pages import charts, run_page
 from ui.text import md
 
 NOT_MEASURED = ("Analyst accuracy not measured: review 50 failures to measure it (Taxonomy page, or "

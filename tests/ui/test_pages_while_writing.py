@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
+from browser_kit import CHROMIUM, streamlit_app
 
-from tests.conftest import run_module
-from tests.ui.test_browser import CHROMIUM, ROOT, streamlit_app
+from tests.conftest import ROOT, run_module
 
 pytestmark = [
     pytest.mark.browser,

@@ -236,15 +236,14 @@ def test_a_failed_uploads_files_are_removed(tmp_path):
 
 
 def test_a_damaged_store_is_a_message_on_every_page_without_a_server_path(tmp_path, monkeypatch):
+    from remote_kit import damaged_copy
     from streamlit.testing.v1 import AppTest
-
-    from tests.store.test_remote_hostile import _damaged
 
     db = tmp_path / "secret-folder" / "s.duckdb"
     db.parent.mkdir()
     seed(db, [{"model": m, "dataset": "ds", "instance_id": f"q{i}", "is_correct": i % 3 == 0, "output": "x" * 200}
               for m in ("a", "b") for i in range(3000)])
-    db.write_bytes(_damaged(db.read_bytes()))
+    db.write_bytes(damaged_copy(db.read_bytes()))
     monkeypatch.setenv("FAULTLINE_DB", str(db))
     monkeypatch.setenv("FAULTLINE_READ_ONLY", "1")
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)

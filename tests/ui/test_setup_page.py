@@ -68,7 +68,7 @@ def test_first_run_shows_the_demo_then_loads_own_logs_and_analyses_them(logs):
     assert not at.exception
     assert not any("DEMO DATA" in w.value for w in at.warning)
     metrics = {m.label: m.value for m in at.metric}
-    assert (metrics["Runs"], metrics["Predictions"], metrics["Failures"]) == ("1", "12", "4")
+    assert (metrics["Runs"], metrics["Loaded predictions"], metrics["Failures as loaded"]) == ("1", "12", "4")
     # the empty state of the analysis offers the button where it says to analyse
     button(at, "Analyse failures offline").click()
     at.run()

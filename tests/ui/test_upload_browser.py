@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import MMLU_SUITE, q, requires_fixtures
-from tests.ui.test_browser import CHROMIUM, ROOT, chromium, settled, streamlit_app
+from browser_kit import CHROMIUM, chromium, settled, streamlit_app
+from conftest import MMLU_SUITE, ROOT, q, requires_fixtures
 
 pytestmark = [
     pytest.mark.browser,

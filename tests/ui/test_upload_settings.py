@@ -7,72 +7,21 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Iterator
 
-import pytest
 from streamlit.testing.v1 import AppTest
 
-from conftest import ROOT, q
-from tests.ingest.test_scores_as_given import inspect_log
+from conftest import q
+from inspect_gen import inspect_log
+from load_panel import RATINGS, finished_jobs, load
 from ui.text import md_lines
-
-RATINGS = [{"model": m, "dataset": "rated", "instance_id": str(i), "output": "x", "score": s}
-           for m, scores in (("a", [1.0, 4 / 3, 2.0, 3.0]), ("b", [5 / 3, 7 / 3, 8 / 3, 3.0]))
-           for i, s in enumerate(scores)]
-
-
-@pytest.fixture
-def root(tmp_path, monkeypatch) -> Iterator[Path]:
-    """An empty store and a data root: the app opens on its load panel. The jobs it starts leave
-    the registry afterwards: it is the process's, and other tests expect no failed job in it."""
-    import store
-    from ui import jobs
-
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    db = tmp_path / "store.duckdb"
-    with store.write_session(db):
-        pass
-    monkeypatch.setenv("FAULTLINE_DB", str(db))
-    monkeypatch.setenv("FAULTLINE_DATA_ROOTS", str(logs))
-    monkeypatch.delenv("FAULTLINE_READ_ONLY", raising=False)
-    before = jobs.jobs()
-    yield logs
-    for job in jobs.jobs():
-        if job not in before:
-            jobs._registry().remove(job)
-
-
-def load(path: str) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    at.run()
-    next(t for t in at.text_input if t.label == "Path on this machine").input(path)
-    next(b for b in at.button if b.label == "Load").click()
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def finished_jobs(expect_failure: bool) -> None:
-    """Wait for the app's jobs; the latest one failed or succeeded as expected."""
-    import time
-
-    from ui import jobs
-
-    deadline = time.monotonic() + 120
-    while jobs.running():
-        assert time.monotonic() < deadline, "job did not finish"
-        time.sleep(0.2)
-    latest = jobs.jobs()[-1]
-    assert (latest.returncode != 0) == expect_failure, latest.log.read_text()
 
 
 def number_input(at: AppTest, label: str):
     return next(n for n in at.number_input if n.label == label)
 
 
-def test_a_load_that_needs_a_scale_shows_the_whole_message_and_the_fields_then_loads(root):
-    ratings = root / "ratings.jsonl"
+def test_a_load_that_needs_a_scale_shows_the_whole_message_and_the_fields_then_loads(data_root):
+    ratings = data_root / "ratings.jsonl"
     ratings.write_text("".join(json.dumps(r) + "\n" for r in RATINGS))
     at = load("ratings.jsonl")
     finished_jobs(expect_failure=True)
@@ -105,9 +54,9 @@ def test_a_load_that_needs_a_scale_shows_the_whole_message_and_the_fields_then_l
     assert any("load ratings.jsonl with rated=1:3 — done" in s.value.replace("\\", "") for s in at.success)
 
 
-def test_a_load_that_needs_a_main_metric_gets_a_field_for_it(root):
+def test_a_load_that_needs_a_main_metric_gets_a_field_for_it(data_root):
     numbers = {0: {"match": {"value": "C"}}, 1: {"match": {"value": "I"}}}
-    inspect_log(root / "grid.eval", "grid", ["G:50.0 : T:100.0", "G:0.0 : T:50.0"], extra_scores=numbers)
+    inspect_log(data_root / "grid.eval", "grid", ["G:50.0 : T:100.0", "G:0.0 : T:50.0"], extra_scores=numbers)
     at = load("grid.eval")
     finished_jobs(expect_failure=True)
     at.run()
@@ -147,7 +96,7 @@ def test_a_job_reads_its_asks_from_its_result_file_and_none_from_a_job_killed_be
     log.write_text("ingest  30%|███\rreading rated.jsonl\n")
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     job = Job("load", ["ingest"], log, proc)
-    written = {"exit_code": -9, "error": "why", "asks": [{"flag": "--scale", "dataset": "rated", "placeholder": "LOW:HIGH"}]}
+    written = {"exit_code": -9, "error": "why", "asks": [{"flag": "--scale", "key": "rated", "placeholder": "LOW:HIGH"}]}
     _result_file(log).write_text(json.dumps(written))
     assert job.result() is None  # running: what it will say is not said yet
     proc.kill()

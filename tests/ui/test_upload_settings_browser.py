@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import q
-from tests.ui.test_browser import CHROMIUM, ROOT, chromium, settled, streamlit_app
-from tests.ui.test_upload_settings import RATINGS
+from browser_kit import CHROMIUM, chromium, settled, streamlit_app
+from conftest import ROOT, q
+from load_panel import RATINGS
 
 pytestmark = [
     pytest.mark.browser,
@@ -76,7 +76,7 @@ def test_an_upload_that_needs_a_scale_finishes(tmp_path):
         assert page.locator("[data-testid='stException']").count() == 0
         metrics = dict(zip(page.locator("[data-testid='stMetricLabel']").all_inner_texts(),
                            page.locator("[data-testid='stMetricValue']").all_inner_texts()))
-        assert metrics["Runs"] == "2" and metrics["Predictions"] == "8", metrics
+        assert metrics["Runs"] == "2" and metrics["Loaded predictions"] == "8", metrics
     assert q(db, "SELECT DISTINCT metric_min, metric_max, pass_threshold FROM runs") == [(1.0, 3.0, 2.4)]
     assert q(db, "SELECT count(*) FILTER (WHERE is_correct) FROM outcomes") == [(3,)]
     shutil.rmtree(tmp_path / "uploads")

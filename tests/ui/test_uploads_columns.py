@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import q
-from tests.ui.test_upload_settings import finished_jobs, load, root  # noqa: F401  (root: the fixture)
+from load_panel import finished_jobs, load
 
 from core.errors import SettingsNeeded
 from ingest import ingest_paths
@@ -63,7 +63,7 @@ def test_a_table_without_the_columns_asks_for_each_field_it_lacks(tmp_path):
     assert err.value.message == (
         f"{path}: no column for instance_id, output, model, score or correct (columns: item, rating, response); "
         "map one with --map FIELD=COLUMN or pass --model NAME")
-    assert [(a.flag, a.dataset, a.typed) for a in err.value.asks] == [
+    assert [(a.flag, a.key, a.typed) for a in err.value.asks] == [
         ("--map", f, f"--map {f}=COLUMN") for f in ("instance_id", "output", "model", "score", "correct")]
     assert not (tmp_path / "s.duckdb").exists()
 
@@ -72,8 +72,8 @@ RATED = [{"item": f"n{i}", "response": f"answer {i}", "gold": "ok", "rating": r}
          for i, r in enumerate([1, 2, 3, 4, 5, 5, 4])]
 
 
-def test_the_load_panel_offers_the_columns_then_loads_with_them(root):  # noqa: F811  (the fixture)
-    write_csv(root / "rated.csv", RATED)
+def test_the_load_panel_offers_the_columns_then_loads_with_them(data_root):
+    write_csv(data_root / "rated.csv", RATED)
     at = load("rated.csv")
     finished_jobs(expect_failure=True)
     at.run()
@@ -100,7 +100,7 @@ def test_the_load_panel_offers_the_columns_then_loads_with_them(root):  # noqa: 
     next(b for b in at.button if b.label == "Load again with these columns").click()
     at.run()
     finished_jobs(expect_failure=False)
-    db = root.parent / "store.duckdb"
+    db = data_root.parent / "store.duckdb"
     # 0.7 of the way up 1–5: 3.8; ratings 1, 2, 3 fail
     assert q(db, "SELECT DISTINCT model, dataset, metric_min, metric_max, pass_threshold FROM runs") == [
         ("my/model", "rated", 1.0, 5.0, 3.8)]
