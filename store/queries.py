@@ -30,6 +30,8 @@ from typing import Sequence
 import duckdb
 import polars as pl
 
+from core.schema import REVIEW_COLUMNS
+
 from .runs import model_key_sql
 
 MAIN_SPLIT, ALL_SPLITS = "main", "all"
@@ -870,9 +872,10 @@ def record_review(con, run_id: str, instance_id: str, analyst: str, action: str,
     """Append one human review of a classification (reviews are never updated in place)."""
     if action not in REVIEW_ACTIONS:
         raise ValueError(f"unknown review action {action!r}")
-    con.execute(
-        "INSERT INTO reviews (run_id, instance_id, analyst, action, original_category, category,"
-        " note, reviewer, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [run_id, instance_id, analyst, action, original_category, category, note, reviewer,
-         datetime.now(timezone.utc).replace(tzinfo=None)],
-    )
+    # a review of a label on the Instances page: of a whole prediction, no trial, step or agent named
+    row = {"run_id": run_id, "instance_id": instance_id, "train_trial_index": None, "step_index": None,
+           "agent": None, "category": category, "note": note, "reviewer": reviewer, "analyst": analyst,
+           "action": action, "original_category": original_category,
+           "created_at": datetime.now(timezone.utc).replace(tzinfo=None)}
+    con.execute(f"INSERT INTO reviews ({', '.join(REVIEW_COLUMNS)}) VALUES ({', '.join('?' * len(REVIEW_COLUMNS))})",
+                [row[c] for c in REVIEW_COLUMNS])
