@@ -81,8 +81,9 @@ if comparison.pass_fail_only(c):
     if len(c.by_dataset) > 1:
         st.subheader("Overall: cluster-robust paired t-test" if c.clustered else "Overall: paired McNemar exact test")
     m = st.columns(4)
-    m[0].metric(f"Only A fails ({md(a, 80)})", fmt.count(c.a_only_fail), help=md(a))
-    m[1].metric(f"Only B fails ({md(b, 80)})", fmt.count(c.b_only_fail), help=md(b))
+    # the pickers above name A and B: a long model name here was cut at 1280 px; the whole on hover
+    m[0].metric("Only A fails", fmt.count(c.a_only_fail), help=f"A: {md(a)}")
+    m[1].metric("Only B fails", fmt.count(c.b_only_fail), help=f"B: {md(b)}")
     m[2].metric("p (two-sided)", fmt.p_value(c.p))
     st.markdown(md(stats.verdict(c), 2000))
     if len(c.by_dataset) > 1:

@@ -108,7 +108,8 @@ def test_compare_page_in_chromium(server):
         page.wait_for_selector("[data-testid='stVegaLiteChart']", timeout=30_000)
         assert page.locator("[data-testid='stException']").count() == 0
         body = page.inner_text("[data-testid='stMain']")
-        assert f"Only A fails ({A})" in body and f"Only B fails ({B})" in body
+        assert "Only A fails" in body and "Only B fails" in body
+        assert [page.get_by_role("combobox", name=n).input_value() for n in ("Model A", "Model B")] == [A, B]
         assert "On 19 questions both answered" in body  # the domain filter came from the URL
         assert "no significant difference (McNemar exact p" in body
         assert page.locator("[data-testid='stVegaLiteChart']").count() >= 1
@@ -402,6 +403,12 @@ def test_pages_fit_the_window(crowded_store, tmp_path, width):
                 page.wait_for_selector("[data-testid='stVegaLiteChart'] svg text", state="attached", timeout=30_000)
                 page.wait_for_timeout(1000)  # the charts finish their layout after the script
             assert page.locator("[data-testid='stException']").count() == 0, path
+            # no metric's name is cut with an ellipsis (the Overview's counts carry the glossary's names)
+            cut = page.evaluate("""() => [...document.querySelectorAll("[data-testid='stMetricLabel'] *")]
+                .filter(e => getComputedStyle(e).textOverflow === "ellipsis" && e.scrollWidth > e.clientWidth)
+                .map(e => e.textContent)""")
+            if cut:
+                problems.append((path, "metric label", "truncated", cut))
             fit = page.evaluate(FIT_JS)
             for chart in fit["charts"]:
                 assert chart["n"] > 0
