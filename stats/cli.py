@@ -1,6 +1,7 @@
-"""`python -m stats accuracy|signatures|power|compare|report|mcp`: accuracy with intervals, each
-model's error-type shares with their error, how many questions a planned comparison needs, the
-comparison and the static report from the command line, and the store served read-only to agents."""
+"""`python -m stats accuracy|signatures|power|leaderboard|compare|report|mcp`: accuracy with
+intervals, each model's error-type shares with their error, how many questions a planned
+comparison needs, which leaderboard ranks the data can tell apart, the comparison and the static
+report from the command line, and the store served read-only to agents."""
 
 from __future__ import annotations
 

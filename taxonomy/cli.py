@@ -8,6 +8,7 @@ import sys
 from dataclasses import fields
 from pathlib import Path
 
+from core.counts import TO_ANALYSE
 from core.names import json_visible, visible_output
 from core.numbers import NumberError, decimal_number, whole_number
 from store import FaultlineError
@@ -90,7 +91,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"most tokens an answer may take, reasoning included (default {DEFAULT_MAX_TOKENS})")
         retry_option(p)
 
-    a = sub.add_parser("analyze", help="analyse failures (stage 1) and classify their error titles (stage 3)")
+    a = sub.add_parser(
+        "analyze", help="analyse failures (stage 1) and classify their error titles (stage 3)",
+        description=f"Name the first major error of each of the {TO_ANALYSE.name} ({TO_ANALYSE.rule}), "
+                    "then file its title under the taxonomy. A failure analysed before, or an identical "
+                    "(input, output) pair, is not analysed again. The counts: docs/stats.md; the method: "
+                    "docs/analysis.md.")
     a.add_argument("--analyst", default=None,
                    help="'offline' or a litellm model (openai/..., anthropic/..., ollama_chat/..., hosted_vllm/...); "
                         "default: a model for the API key in the environment, else offline")
