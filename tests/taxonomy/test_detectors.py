@@ -13,6 +13,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from conftest import FIXTURES, q, requires_fixtures
 from offline_sets import label as offline_label
+from offline_sets import record as devset_record
 from taxonomy import NO_ERROR, analyze, load_taxonomy, offline
 from taxonomy.detectors import (brevity_request, chosen_option, detect_extra_commentary, detect_hallucination,
                                  detect_mixed_script, detect_no_answer_claim, detect_partial_answer, detect_retrieval_miss,
@@ -152,16 +153,6 @@ EVIDENCE = ("instructions", "max_tokens", "prompt_text", "judge_notes", "finish_
             "verdict_note", "output_kind", "metric_max", "lower_is_better", "pass_threshold", "scale_source")
 DEVSET = yaml.safe_load((DATA / "offline_devset.yaml").read_text(encoding="utf-8"))
 FIXTURE_SET = yaml.safe_load((DATA / "offline_devset_fixtures.yaml").read_text(encoding="utf-8"))
-
-
-def devset_record(ex: dict) -> dict:
-    """A hand-written case as `store.analysis.failures` gives a failure."""
-    return {"input_text": ex["input"], "instructions": ex.get("instructions"),
-            "refs": [{"text": r, "correct": True} for r in ex["refs"]], "output_text": ex["output"],
-            "choices": ex.get("choices"), "mapped_output": ex.get("mapped_output"), "main_metric": ex.get("metric"),
-            "judge_notes": ex.get("judge_notes"), "max_tokens": ex.get("max_tokens"),
-            "output_tokens": ex.get("output_tokens"), "finish_reason": ex.get("finish_reason"),
-            "dataset": ex.get("dataset", ex["task"])}
 
 
 def measure(pairs: list[tuple[str, str]]) -> dict:
