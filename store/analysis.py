@@ -27,7 +27,7 @@ from core.schema import (
     VERIFICATION_COLUMNS,
 )
 
-from .writes import transaction
+from .writes import insert_row, transaction
 
 
 def now() -> datetime:
@@ -276,8 +276,7 @@ def recorded_taxonomy(con: duckdb.DuckDBPyConnection, version: str) -> str | Non
 def record_taxonomy(con: duckdb.DuckDBPyConnection, version: str, name: str, source: str, categories_json: str) -> None:
     with transaction(con):
         con.execute(
-            f"INSERT INTO taxonomies ({', '.join(TAXONOMY_COLUMNS)}) VALUES ({_marks(len(TAXONOMY_COLUMNS))}) "
-            "ON CONFLICT DO NOTHING",
+            insert_row("taxonomies", TAXONOMY_COLUMNS) + " ON CONFLICT DO NOTHING",
             [version, name, source, categories_json, now()],
         )
 

@@ -10,6 +10,7 @@ import duckdb
 from core.schema import LLM_BATCH_COLUMNS, LLM_CALL_COLUMNS
 
 from .analysis import Batch, _insert, _insert_batch, now
+from .writes import insert_row
 
 SUBMITTING, SUBMITTED, COLLECTED = "submitting", "submitted", "collected"
 
@@ -32,7 +33,7 @@ def pending_batches(con: duckdb.DuckDBPyConnection) -> list[dict]:
 def record_submission(con: duckdb.DuckDBPyConnection, submission_id: str, input_file_id: str, model: str,
                       provider: str, api_base: str | None, requests: list[dict], reserved_usd: float | None) -> None:
     con.execute(
-        f"INSERT INTO llm_batches ({', '.join(LLM_BATCH_COLUMNS)}) VALUES ({', '.join('?' * len(LLM_BATCH_COLUMNS))})",
+        insert_row("llm_batches", LLM_BATCH_COLUMNS),
         [submission_id, input_file_id, model, provider, api_base, json.dumps(requests), len(requests),
          reserved_usd, SUBMITTING, now()],
     )

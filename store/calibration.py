@@ -18,7 +18,7 @@ from core.schema import CALIBRATION_COLUMNS, REVIEW_SAMPLE_COLUMNS
 
 from .queries import MAIN_SPLIT, _latest_cte
 from .runs import model_key_sql
-from .writes import transaction
+from .writes import insert_row, transaction
 
 # the latest human label of each question (a review is of a question's label, whatever the trial,
 # unless it names its trial); one `?`: the analyst
@@ -89,8 +89,7 @@ def record_sample(con: duckdb.DuckDBPyConnection, sample_id: str, analyst: str, 
     now = datetime.now(UTC).replace(tzinfo=None)
     with transaction(con):
         con.executemany(
-            f"INSERT INTO review_samples ({', '.join(REVIEW_SAMPLE_COLUMNS)}) "
-            f"VALUES ({', '.join('?' * len(REVIEW_SAMPLE_COLUMNS))})",
+            insert_row("review_samples", REVIEW_SAMPLE_COLUMNS),
             [[sample_id, analyst, seed, r["run_id"], r["instance_id"], r["train_trial_index"], r["stratum"],
               r["stratum_size"], r["stratum_drawn"], now] for r in rows],
         )
@@ -99,7 +98,7 @@ def record_sample(con: duckdb.DuckDBPyConnection, sample_id: str, analyst: str, 
 def record_calibration(con: duckdb.DuckDBPyConnection, analyst: str, taxonomy_version: str | None,
                        prompt_version: str | None, reviews_hash: str, n_reviews: int, report: dict) -> None:
     con.execute(
-        f"INSERT INTO calibrations ({', '.join(CALIBRATION_COLUMNS)}) VALUES ({', '.join('?' * len(CALIBRATION_COLUMNS))})",
+        insert_row("calibrations", CALIBRATION_COLUMNS),
         [analyst, taxonomy_version, prompt_version, reviews_hash, n_reviews, json.dumps(report),
          datetime.now(UTC).replace(tzinfo=None)],
     )

@@ -20,7 +20,7 @@ from .analysis import now
 from .queries import MAIN_SPLIT, _latest_cte
 from .runs import model_key_sql
 from .transcripts import transcript_page
-from .writes import transaction
+from .writes import insert_row, transaction
 
 # Where in the run the first error falls: the share of its steps taken before the error step,
 # cut in thirds of the steps (a 9-step run: steps 0-2 early, 3-5 middle, 6-8 late).
@@ -161,8 +161,7 @@ def record_labels(con: duckdb.DuckDBPyConnection, labels: Iterable[dict], review
             if present:
                 continue
             # `values` are REVIEW_COLUMNS up to the reviewer; a label people made names no analyst
-            con.execute(f"INSERT INTO reviews ({', '.join(REVIEW_COLUMNS)}) VALUES ({', '.join('?' * len(REVIEW_COLUMNS))})",
-                        [*values, None, LABEL_ACTION, None, now()])
+            con.execute(insert_row("reviews", REVIEW_COLUMNS), [*values, None, LABEL_ACTION, None, now()])
             added += 1
     return added, len(labels) - added
 

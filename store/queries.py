@@ -33,6 +33,7 @@ import polars as pl
 from core.schema import REVIEW_COLUMNS
 
 from .runs import model_key_sql
+from .writes import insert_row
 
 MAIN_SPLIT, ALL_SPLITS = "main", "all"
 
@@ -877,5 +878,4 @@ def record_review(con, run_id: str, instance_id: str, analyst: str, action: str,
            "agent": None, "category": category, "note": note, "reviewer": reviewer, "analyst": analyst,
            "action": action, "original_category": original_category,
            "created_at": datetime.now(timezone.utc).replace(tzinfo=None)}
-    con.execute(f"INSERT INTO reviews ({', '.join(REVIEW_COLUMNS)}) VALUES ({', '.join('?' * len(REVIEW_COLUMNS))})",
-                [row[c] for c in REVIEW_COLUMNS])
+    con.execute(insert_row("reviews", REVIEW_COLUMNS), [row[c] for c in REVIEW_COLUMNS])

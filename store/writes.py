@@ -18,6 +18,11 @@ _NO_SPACE = ("No space left on device", "Disk quota exceeded", "File too large")
 _NOT_WRITABLE = ("Permission denied", "Read-only file system", "Operation not permitted")
 
 
+def insert_row(table: str, columns: tuple[str, ...]) -> str:
+    """`INSERT INTO table (columns) VALUES (?, …)`: one row, its columns as core/schema.py declares them."""
+    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+
+
 @contextlib.contextmanager
 def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
     """BEGIN … COMMIT; on any error ROLLBACK (when a transaction is still open) and re-raise."""
